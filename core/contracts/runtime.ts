@@ -1,0 +1,73 @@
+/**
+ * The runtime plugin contract: something that can start an isolated Python process (a sandbox)
+ * whose stdin/stdout carry the host <-> sandbox protocol.
+ * @module
+ */
+
+/** A problem found while detecting a runtime, with one line telling the user how to fix it. */
+export interface Problem {
+  message: string;
+  fix?: string;
+}
+
+/** What `detect()` found out about a runtime on this machine. */
+export interface RuntimeDetection {
+  name: string;
+  available: boolean;
+  version?: string;
+  rootless?: boolean;
+  problems: Problem[];
+}
+
+/** Resource and isolation limits every sandbox gets. */
+export interface SandboxLimits {
+  /** Memory cap, in the engines' syntax ("512m"); swap is capped at the same value. */
+  memory: string;
+  /** Maximum number of processes/threads. */
+  pids: number;
+  /** CPU quota ("1.5"), or undefined for no quota. */
+  cpus?: string;
+}
+
+/** Everything a runtime needs to start one sandbox. */
+export interface SandboxStartOptions {
+  /** Container name; unique per session, prefixed so leftovers can be found. */
+  name: string;
+  /** Image reference (ignored by runtimes without images). */
+  image: string;
+  /** The program to run inside: a short `python3 -c` bootstrap that reads the runtime from stdin. */
+  command: string[];
+  limits: SandboxLimits;
+  /** Labels that mark the sandbox as ours and name its owner, so a later start can reap leftovers. */
+  labels: Record<string, string>;
+}
+
+/** A running sandbox: a byte pipe in each direction plus lifecycle control. */
+export interface SandboxProcess {
+  stdin: WritableStream<Uint8Array>;
+  stdout: ReadableStream<Uint8Array>;
+  stderr: ReadableStream<Uint8Array>;
+  /** Stops the sandbox for good and removes what it left (container, scratch files). Idempotent. */
+  kill(): Promise<void>;
+  /** Resolves with the exit code (null when killed by a signal) once the sandbox has ended. */
+  exited: Promise<number | null>;
+}
+
+/** A sandbox left behind by an earlier codemode process, as found by `listManaged()`. */
+export interface ManagedSandbox {
+  name: string;
+  labels: Record<string, string>;
+}
+
+/** A runtime plugin: podman, docker, nerdctl, pyodide. */
+export interface RuntimePlugin {
+  readonly name: string;
+  /** Whether the runtime works here; never throws. */
+  detect(): Promise<RuntimeDetection>;
+  /** Starts one sandbox. Rejects with a clear error when the runtime cannot start it. */
+  start(options: SandboxStartOptions): Promise<SandboxProcess>;
+  /** Sandboxes carrying our labels (for reaping leftovers). Runtimes without containers return []. */
+  listManaged(): Promise<ManagedSandbox[]>;
+  /** Force-removes a sandbox by name; no error when it is already gone. */
+  remove(name: string): Promise<void>;
+}

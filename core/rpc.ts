@@ -1,0 +1,32 @@
+/**
+ * The host side of calls the sandbox makes (tool calls, docs, search): the handler type and the error
+ * that travels back to the sandbox as a typed exception.
+ * @module
+ */
+
+/** Context of one call from the sandbox. */
+export interface RpcContext {
+  /** The session the call came from. */
+  session: string;
+  /** Aborted when the run that made the call ends or its session is lost. */
+  signal: AbortSignal;
+}
+
+/** Serves one call from the sandbox; the resolved value is sent back as JSON. */
+export type RpcHandler = (method: string, params: Record<string, unknown>, context: RpcContext) => Promise<unknown>;
+
+/** An error that reaches sandbox code as an exception of the named Python type (e.g. "ToolError"). */
+export class RpcError extends Error {
+  /** Creates an error raised in the sandbox as `pythonType`. */
+  constructor(readonly pythonType: string, message: string) {
+    super(message);
+    this.name = "RpcError";
+  }
+}
+
+/** The Python exception type an error should surface as. */
+export function pythonErrorType(error: unknown): string {
+  if (error instanceof RpcError) return error.pythonType;
+  if (error instanceof Error && error.name === "ToolError") return "ToolError";
+  return "RuntimeError";
+}

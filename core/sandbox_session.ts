@@ -1,0 +1,311 @@
+/**
+ * One sandbox session: a persistent sandbox process, bootstrapped over stdin, that runs code in one
+ * Python namespace across calls. Runs are serialised; calls the sandbox makes are served concurrently.
+ * Everything the sandbox sends is untrusted: parsed, size-capped, and dropped when malformed.
+ * @module
+ */
+import type { RuntimePlugin, SandboxProcess, SandboxStartOptions } from "./contracts/runtime.ts";
+import type { RunResult } from "./contracts/output.ts";
+import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, SandboxFrame } from "./protocol.ts";
+import { readFrames } from "./frame_reader.ts";
+import { pythonErrorType, type RpcHandler } from "./rpc.ts";
+import { OutputBuffer, truncationNote } from "./output_buffer.ts";
+import { log } from "./log.ts";
+
+/** How a session is started and run. */
+export interface SandboxSessionOptions {
+  runtime: RuntimePlugin;
+  sandbox: SandboxStartOptions;
+  bootstrap: HostFrame;
+  rpc: RpcHandler;
+  /** Cap per stream per run, in bytes. */
+  maxOutput: number;
+  maxFrameBytes?: number;
+  /** How long the sandbox may take to say it is ready. */
+  startTimeoutMs?: number;
+  /** How long after its timeout a run may take to stop before the sandbox is killed. */
+  graceMs?: number;
+}
+
+type DoneFrame = Extract<SandboxFrame, { type: "done" }>;
+
+interface ActiveRun {
+  id: string;
+  stdout: OutputBuffer;
+  stderr: OutputBuffer;
+  finish: (frame: DoneFrame) => void;
+  controller: AbortController;
+}
+
+const encoder = new TextEncoder();
+
+/** A persistent sandbox running the codemode Python runtime. */
+export class SandboxSession {
+  #options: SandboxSessionOptions;
+  #process?: SandboxProcess;
+  #writer?: WritableStreamDefaultWriter<Uint8Array>;
+  #run?: ActiveRun;
+  #queue: Promise<unknown> = Promise.resolve();
+  #alive = false;
+  #ready?: (python: string) => void;
+  #stderrTail = "";
+  #exitWaiters = new Set<(reason: string) => void>();
+  #runs = 0;
+  /** Frames from the sandbox that were dropped as malformed or oversized. */
+  malformedFrames = 0;
+  /** Python version the sandbox reported. */
+  python = "";
+
+  /** Creates a session; nothing starts until `start()`. */
+  constructor(options: SandboxSessionOptions) {
+    this.#options = options;
+  }
+
+  /** The sandbox's name (its container name). */
+  get name(): string {
+    return this.#options.sandbox.name;
+  }
+
+  /** True while the sandbox process is running and usable. */
+  get alive(): boolean {
+    return this.#alive;
+  }
+
+  /** Starts the sandbox and waits until its runtime is ready. */
+  async start(): Promise<void> {
+    const o = this.#options;
+    const started = performance.now();
+    this.#process = await o.runtime.start(o.sandbox);
+    this.#alive = true;
+    this.#writer = this.#process.stdin.getWriter();
+    this.#writer.closed.catch(() => {});
+    const ready = new Promise<string>((resolve) => (this.#ready = resolve));
+    void this.#readStderr(this.#process.stderr);
+    void this.#readFrames(this.#process.stdout);
+    void this.#process.exited.then((code) => this.#onExit(code));
+    this.#send(o.bootstrap).catch(() => {});
+    const ms = o.startTimeoutMs ?? 60_000;
+    const outcome = await Promise.race([
+      ready.then((python) => ({ python })),
+      this.#exitReason().then((reason) => ({ failed: reason })),
+      sleep(ms).then(() => ({ failed: `the sandbox did not become ready within ${ms / 1000}s` })),
+    ]);
+    if ("failed" in outcome) {
+      await this.kill();
+      const detail = this.#stderrTail.trim();
+      throw new Error(`Sandbox "${this.name}" failed to start: ${outcome.failed}${detail ? `: ${detail}` : ""}`);
+    }
+    this.python = outcome.python;
+    log.info("sandbox ready", {
+      sandbox: this.name,
+      runtime: o.runtime.name,
+      ms: Math.round(performance.now() - started),
+    });
+  }
+
+  /** Runs code; runs on one session never overlap. */
+  execute(code: string, timeoutSeconds: number): Promise<RunResult> {
+    const next = this.#queue.then(() => this.#execute(code, timeoutSeconds));
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+
+  /** Asks the sandbox to exit, then makes sure it is gone. */
+  async close(): Promise<void> {
+    if (this.#alive) {
+      await Promise.race([this.#send({ type: "shutdown" }).catch(() => {}), sleep(200)]);
+      await Promise.race([this.#process?.exited, sleep(500)]);
+    }
+    await this.kill();
+  }
+
+  /** Removes the sandbox at once. */
+  async kill(): Promise<void> {
+    this.#alive = false;
+    await this.#process?.kill();
+  }
+
+  async #execute(code: string, timeoutSeconds: number): Promise<RunResult> {
+    const started = performance.now();
+    if (!this.#alive) throw new Error(`Sandbox "${this.name}" is not running`);
+    const id = `run-${++this.#runs}`;
+    const maxOutput = this.#options.maxOutput;
+    let finish!: (frame: DoneFrame) => void;
+    const done = new Promise<DoneFrame>((resolve) => (finish = resolve));
+    const run: ActiveRun = {
+      id,
+      stdout: new OutputBuffer(maxOutput),
+      stderr: new OutputBuffer(maxOutput),
+      finish,
+      controller: new AbortController(),
+    };
+    this.#run = run;
+    const graceMs = this.#options.graceMs ?? 2000;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<"deadline">((resolve) => {
+      timer = setTimeout(() => resolve("deadline"), timeoutSeconds * 1000 + graceMs);
+    });
+    try {
+      await this.#send({ type: "execute", id, code, timeout: timeoutSeconds });
+      const outcome = await Promise.race([done, deadline, this.#exitReason()]);
+      const duration = (performance.now() - started) / 1000;
+      const base = { stdout: run.stdout.text(), stderr: run.stderr.text(), duration };
+      const notes = [...run.stdout.notes("stdout"), ...run.stderr.notes("stderr")];
+      if (outcome === "deadline") {
+        await this.kill();
+        return {
+          ...base,
+          status: "timeout",
+          error: `Timed out after ${timeoutSeconds}s and did not stop when interrupted; the sandbox was killed`,
+          notes,
+          sessionLost: true,
+        };
+      }
+      if (typeof outcome === "string") {
+        await this.kill();
+        return {
+          ...base,
+          status: "error",
+          error: `The sandbox ended during the run (${outcome})`,
+          notes,
+          sessionLost: true,
+        };
+      }
+      for (const stream of ["stdout", "stderr"] as const) {
+        const dropped = outcome.dropped?.[stream] ?? 0;
+        if (dropped > 0 && !run[stream].truncated) notes.push(truncationNote(stream, dropped, maxOutput));
+      }
+      return {
+        ...base,
+        status: outcome.status,
+        ...(outcome.value !== undefined ? { value: outcome.value } : {}),
+        ...(outcome.error ? { error: outcome.error } : {}),
+        notes,
+      };
+    } catch (error) {
+      await this.kill();
+      return {
+        status: "error",
+        stdout: run.stdout.text(),
+        stderr: run.stderr.text(),
+        error: `The sandbox channel failed: ${(error as Error).message}`,
+        duration: (performance.now() - started) / 1000,
+        sessionLost: true,
+      };
+    } finally {
+      clearTimeout(timer);
+      run.controller.abort();
+      if (this.#run === run) this.#run = undefined;
+    }
+  }
+
+  async #send(frame: HostFrame): Promise<void> {
+    if (!this.#writer) throw new Error("Sandbox is not started");
+    await this.#writer.write(encoder.encode(JSON.stringify(frame) + "\n"));
+  }
+
+  async #readFrames(stdout: ReadableStream<Uint8Array>): Promise<void> {
+    const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    try {
+      for await (const line of readFrames(stdout, max, (bytes) => this.#malformed(`oversized frame (${bytes} bytes)`))) {
+        if (!line.trim()) continue;
+        let parsed: SandboxFrame;
+        try {
+          const result = SandboxFrame.safeParse(JSON.parse(line));
+          if (!result.success) {
+            this.#malformed("frame does not match the protocol");
+            continue;
+          }
+          parsed = result.data;
+        } catch {
+          this.#malformed("frame is not JSON");
+          continue;
+        }
+        this.#handle(parsed);
+      }
+    } catch (error) {
+      log.debug("sandbox stdout ended with an error", { sandbox: this.name, error: String(error) });
+    }
+  }
+
+  #handle(frame: SandboxFrame): void {
+    const run = this.#run;
+    switch (frame.type) {
+      case "ready":
+        this.#ready?.(frame.python ?? "");
+        this.#ready = undefined;
+        return;
+      case "output":
+        if (run && (frame.id === undefined || frame.id === run.id)) run[frame.stream].append(frame.data);
+        return;
+      case "done":
+        if (run && frame.id === run.id) run.finish(frame);
+        else this.#malformed("done frame for a run that is not active");
+        return;
+      case "rpc":
+        void this.#serveRpc(frame, run?.controller.signal ?? AbortSignal.abort());
+        return;
+    }
+  }
+
+  async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, signal: AbortSignal): Promise<void> {
+    let reply: HostFrame;
+    try {
+      const value = await this.#options.rpc(frame.method, frame.params, { session: this.name, signal });
+      reply = { type: "rpc_result", id: frame.id, ok: true, value: value ?? null };
+      const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+      const size = JSON.stringify(reply).length;
+      if (size > max) {
+        reply = rpcError(frame.id, "ToolError", `The result is ${mib(size)}, over the ${mib(max)} frame cap`);
+      }
+    } catch (error) {
+      reply = rpcError(frame.id, pythonErrorType(error), (error as Error)?.message ?? String(error));
+    }
+    if (this.#alive) await this.#send(reply).catch(() => {});
+  }
+
+  #malformed(reason: string): void {
+    this.malformedFrames++;
+    log.warn("dropped a malformed frame from the sandbox", { sandbox: this.name, reason });
+  }
+
+  async #readStderr(stderr: ReadableStream<Uint8Array>): Promise<void> {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of stderr) {
+        const text = decoder.decode(chunk, { stream: true });
+        this.#stderrTail = (this.#stderrTail + text).slice(-4096);
+        log.debug("sandbox stderr", { sandbox: this.name, text: text.slice(0, 2048) });
+      }
+    } catch { /* the process is gone */ }
+  }
+
+  #onExit(code: number | null): void {
+    const wasAlive = this.#alive;
+    this.#alive = false;
+    const reason = code === null ? "killed" : `exit code ${code}`;
+    if (wasAlive) log.info("sandbox exited", { sandbox: this.name, reason });
+    for (const waiter of this.#exitWaiters) waiter(reason);
+    this.#exitWaiters.clear();
+  }
+
+  #exitReason(): Promise<string> {
+    if (!this.#alive) return Promise.resolve("the sandbox is not running");
+    return new Promise((resolve) => this.#exitWaiters.add(resolve));
+  }
+}
+
+function rpcError(id: string | number, type: string, message: string): HostFrame {
+  return { type: "rpc_result", id, ok: false, error: { type, message } };
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    (t as { unref?: () => void }).unref?.();
+  });
+}

@@ -1,0 +1,184 @@
+/**
+ * Keeps one sandbox session per key (an MCP client connection, a `codemode run`): started on first
+ * use, kept warm, stopped when idle or on shutdown. Containers are named and labelled with their owner
+ * so that leftovers of a crashed codemode are reaped at the next start.
+ * @module
+ */
+import { hostname } from "node:os";
+import type { RuntimePlugin, SandboxLimits } from "./contracts/runtime.ts";
+import type { RunResult } from "./contracts/output.ts";
+import type { HostFrame } from "./protocol.ts";
+import type { RpcHandler } from "./rpc.ts";
+import { SandboxSession } from "./sandbox_session.ts";
+import { log } from "./log.ts";
+
+/** Label keys every sandbox carries. */
+export const LABELS = {
+  managed: "codemode.managed",
+  owner: "codemode.owner-pid",
+  host: "codemode.host",
+  session: "codemode.session",
+} as const;
+
+/** How sessions are made. */
+export interface SessionManagerOptions {
+  /** Resolves the runtime to use (detection may be slow, so it is lazy and shared). */
+  runtime: () => Promise<RuntimePlugin>;
+  image: string;
+  limits: SandboxLimits;
+  /** The bootstrap command run inside the sandbox. */
+  command: string[];
+  /** The first frame: the runtime source and its configuration. */
+  bootstrap: () => HostFrame;
+  rpc: RpcHandler;
+  maxOutput: number;
+  /** Seconds a session may sit idle before it is stopped. */
+  idleTimeout: number;
+  /** Seconds after a run's timeout before a sandbox that did not stop is killed. */
+  graceSeconds?: number;
+}
+
+interface Entry {
+  session: Promise<SandboxSession>;
+  idle?: ReturnType<typeof setTimeout>;
+  busy: number;
+}
+
+/** The sessions of one codemode process. */
+export class SessionManager {
+  #options: SessionManagerOptions;
+  #entries = new Map<string, Entry>();
+  #closed = false;
+  #counter = 0;
+  readonly #tag = Math.random().toString(36).slice(2, 8);
+
+  /** Creates a manager; no sandbox starts until the first run. */
+  constructor(options: SessionManagerOptions) {
+    this.#options = options;
+  }
+
+  /** Number of live sessions. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Runs code in the session for `key`, starting the session if needed. Throws when it can't start. */
+  async run(key: string, code: string, timeoutSeconds: number): Promise<RunResult> {
+    if (this.#closed) throw new Error("codemode is shutting down");
+    const entry = this.#entry(key);
+    entry.busy++;
+    if (entry.idle) clearTimeout(entry.idle);
+    try {
+      const session = await entry.session;
+      const result = await session.execute(code, timeoutSeconds);
+      if (!session.alive) this.#drop(key, entry);
+      return result;
+    } catch (error) {
+      this.#drop(key, entry);
+      throw error;
+    } finally {
+      entry.busy--;
+      if (entry.busy === 0 && this.#entries.get(key) === entry) this.#armIdle(key, entry);
+    }
+  }
+
+  /** Starts the session for `key` ahead of its first run (e.g. to hide start-up latency). */
+  async warm(key: string): Promise<void> {
+    await this.#entry(key).session;
+  }
+
+  /** Stops every session and removes their sandboxes. */
+  async closeAll(): Promise<void> {
+    this.#closed = true;
+    const entries = [...this.#entries.values()];
+    this.#entries.clear();
+    await Promise.all(entries.map(async (entry) => {
+      if (entry.idle) clearTimeout(entry.idle);
+      await entry.session.then((s) => s.close(), () => {});
+    }));
+  }
+
+  /** Removes sandboxes left by codemode processes on this host that no longer run. */
+  async reapLeftovers(): Promise<number> {
+    const runtime = await this.#options.runtime();
+    const host = hostname();
+    let reaped = 0;
+    for (const sandbox of await runtime.listManaged()) {
+      const owner = Number(sandbox.labels[LABELS.owner]);
+      if (sandbox.labels[LABELS.host] !== host || !Number.isInteger(owner)) continue;
+      if (owner === process.pid || processAlive(owner)) continue;
+      await runtime.remove(sandbox.name);
+      reaped++;
+    }
+    if (reaped) log.info("reaped leftover sandboxes", { count: reaped });
+    return reaped;
+  }
+
+  #entry(key: string): Entry {
+    let entry = this.#entries.get(key);
+    if (!entry) {
+      const created: Entry = { session: this.#start(key), busy: 0 };
+      created.session.catch(() => this.#drop(key, created));
+      this.#entries.set(key, created);
+      entry = created;
+    }
+    return entry;
+  }
+
+  async #start(key: string): Promise<SandboxSession> {
+    const o = this.#options;
+    const runtime = await o.runtime();
+    const name = `codemode-${process.pid}-${this.#tag}-${++this.#counter}`;
+    const session = new SandboxSession({
+      runtime,
+      sandbox: {
+        name,
+        image: o.image,
+        command: o.command,
+        limits: o.limits,
+        labels: {
+          [LABELS.managed]: "true",
+          [LABELS.owner]: String(process.pid),
+          [LABELS.host]: hostname(),
+          [LABELS.session]: key.slice(0, 64),
+        },
+      },
+      bootstrap: o.bootstrap(),
+      rpc: o.rpc,
+      maxOutput: o.maxOutput,
+      graceMs: (o.graceSeconds ?? 2) * 1000,
+    });
+    await session.start();
+    if (this.#closed) {
+      await session.close();
+      throw new Error("codemode is shutting down");
+    }
+    return session;
+  }
+
+  #armIdle(key: string, entry: Entry): void {
+    entry.idle = setTimeout(() => {
+      if (entry.busy > 0 || this.#entries.get(key) !== entry) return;
+      this.#entries.delete(key);
+      log.info("stopping idle sandbox", { session: key });
+      void entry.session.then((s) => s.close(), () => {});
+    }, this.#options.idleTimeout * 1000);
+    (entry.idle as { unref?: () => void }).unref?.();
+  }
+
+  #drop(key: string, entry: Entry): void {
+    if (this.#entries.get(key) !== entry) return;
+    this.#entries.delete(key);
+    if (entry.idle) clearTimeout(entry.idle);
+    void entry.session.then((s) => s.kill(), () => {});
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM";
+  }
+}

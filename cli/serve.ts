@@ -1,0 +1,39 @@
+/**
+ * `codemode serve`: the stdio MCP server. stdout carries only protocol messages; logs go to stderr.
+ * Stops every sandbox and upstream server on SIGINT, SIGTERM, or EOF on stdin.
+ * @module
+ */
+import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
+import { createCodemode } from "../mod.ts";
+import { log } from "../core/log.ts";
+
+/** Runs the stdio MCP server until the client goes away; resolves with the exit code. */
+export async function serve(): Promise<number> {
+  const app = await createCodemode({ indexInBackground: true });
+  void app.sessions.reapLeftovers().catch((e) => log.warn("could not reap leftover sandboxes", { error: String(e) }));
+  void app.runtime().catch((e) => log.warn("no sandbox runtime yet", { error: String(e) }));
+  const server = app.mcpServer("stdio");
+  const transport = new StdioServerTransport();
+
+  let stopping: Promise<number> | undefined;
+  const stop = (why: string) => {
+    stopping ??= (async () => {
+      log.info("shutting down", { why });
+      await Promise.race([app.close(), new Promise((r) => setTimeout(r, 10_000))]);
+      await server.close().catch(() => {});
+      return 0;
+    })();
+    return stopping;
+  };
+  const done = new Promise<number>((resolve) => {
+    process.once("SIGINT", () => resolve(stop("SIGINT")));
+    process.once("SIGTERM", () => resolve(stop("SIGTERM")));
+    process.stdin.once("end", () => resolve(stop("stdin closed")));
+    process.stdin.once("close", () => resolve(stop("stdin closed")));
+  });
+  await server.connect(transport);
+  const code = await done;
+  // Exit explicitly: upstream child handles or timers must not keep a finished server alive.
+  setTimeout(() => process.exit(code), 50).unref?.();
+  return code;
+}

@@ -1,0 +1,150 @@
+/**
+ * The composition root of a codemode process: settings and plugins in; discovery, the upstream pool,
+ * the tool catalog, the sandbox sessions and MCP servers out. Plugins are injected, never imported.
+ * @module
+ */
+import type { McpServer } from "@modelcontextprotocol/server";
+import type { DiscoveryContext, Diagnostic, ServerSpec } from "./contracts/discovery.ts";
+import type { RuntimePlugin } from "./contracts/runtime.ts";
+import type { BootstrapConfig, HostFrame } from "./protocol.ts";
+import { pythonAlias } from "./protocol.ts";
+import type { Settings } from "./settings.ts";
+import type { PluginRegistry } from "./registry.ts";
+import { defaultDiscoveryContext, discoverServers, type DiscoveryReport } from "./discovery.ts";
+import { UpstreamPool } from "./upstream_pool.ts";
+import { ToolCatalog } from "./tool_catalog.ts";
+import { encodeRawResult, unwrapToolResult } from "./tool_result.ts";
+import { sandboxApi } from "./sandbox_api.ts";
+import { SessionManager } from "./session_manager.ts";
+import { createMcpServer } from "./mcp_server.ts";
+import { selectRuntime } from "./runtime_select.ts";
+import { capabilityText } from "./capabilities.ts";
+import { log } from "./log.ts";
+
+/** The Python that runs in the sandbox: the bootstrap command and its first frame. */
+export interface SandboxSource {
+  command: string[];
+  bootstrapFrame(config: BootstrapConfig): HostFrame;
+}
+
+/** What a codemode process is built from. */
+export interface CodemodeOptions {
+  settings: Settings;
+  plugins: PluginRegistry;
+  sandbox: SandboxSource;
+  version: string;
+  discoveryContext?: DiscoveryContext;
+  /** Server specs to use instead of discovering them (tests, embedding). */
+  servers?: ServerSpec[];
+  /** Start indexing every server's tools in the background (serve does; one-shot commands don't). */
+  indexInBackground?: boolean;
+}
+
+/** A running codemode: its servers, pool, catalog and sandbox sessions. */
+export class Codemode {
+  readonly settings: Settings;
+  readonly servers: ServerSpec[];
+  readonly discovery: DiscoveryReport;
+  readonly pool: UpstreamPool;
+  readonly catalog: ToolCatalog;
+  readonly sessions: SessionManager;
+  #options: CodemodeOptions;
+  #runtime?: Promise<RuntimePlugin>;
+
+  private constructor(options: CodemodeOptions, discovery: DiscoveryReport) {
+    this.#options = options;
+    this.settings = options.settings;
+    this.discovery = discovery;
+    this.servers = discovery.servers;
+    this.pool = new UpstreamPool(this.servers);
+    this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listTools(spec.name), {
+      stateDir: this.settings.stateDir,
+    });
+    const s = this.settings;
+    this.sessions = new SessionManager({
+      runtime: () => this.runtime(),
+      image: s.image,
+      limits: { memory: s.memory, pids: s.pids, cpus: s.cpus },
+      command: options.sandbox.command,
+      bootstrap: () => options.sandbox.bootstrapFrame(this.bootstrapConfig()),
+      rpc: sandboxApi(this.pool, this.catalog, { unwrap: unwrapToolResult, raw: encodeRawResult }),
+      maxOutput: s.maxOutput,
+      idleTimeout: s.idleTimeout,
+    });
+  }
+
+  /** Discovers servers and builds a codemode; nothing is started yet. */
+  static async create(options: CodemodeOptions): Promise<Codemode> {
+    const discovery: DiscoveryReport = options.servers
+      ? { servers: options.servers, skipped: [], diagnostics: [], files: [] }
+      : await discoverServers(
+        options.discoveryContext ?? defaultDiscoveryContext(),
+        options.plugins.discoveryPlugins(),
+        { allowSelf: options.settings.allowSelf },
+      );
+    for (const d of discovery.diagnostics) logDiagnostic(d);
+    const app = new Codemode(options, discovery);
+    if (options.indexInBackground) app.catalog.start();
+    return app;
+  }
+
+  /** The sandbox runtime, selected once (lazily: detection runs commands). */
+  runtime(): Promise<RuntimePlugin> {
+    this.#runtime ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes(), this.settings.image);
+    this.#runtime.catch(() => (this.#runtime = undefined));
+    return this.#runtime;
+  }
+
+  /** What the sandbox is told at start-up. */
+  bootstrapConfig(): BootstrapConfig {
+    return {
+      max_output: this.settings.maxOutput,
+      servers: this.servers.map((s) => ({
+        name: s.name,
+        alias: pythonAlias(s.name),
+        ...(s.description ? { description: s.description } : {}),
+      })),
+    };
+  }
+
+  /** An MCP server for one client connection. */
+  mcpServer(sessionKey: string): McpServer {
+    return createMcpServer({
+      runner: this.sessions,
+      output: this.#options.plugins.output(this.settings.output),
+      defaultTimeout: this.settings.timeout,
+      maxTimeout: this.settings.maxTimeout,
+      capabilities: () => capabilityText(this.servers, this.#runtimeName()),
+      preload: (names) => this.preload(names),
+      sessionKey,
+      version: this.#options.version,
+    });
+  }
+
+  /** Starts the named servers; returns the names that are not configured. */
+  async preload(names: string[]): Promise<string[]> {
+    const known = new Map(this.servers.flatMap((s) => [[s.name, s.name], [pythonAlias(s.name), s.name]]));
+    const unknown = names.filter((n) => !known.has(n));
+    await Promise.all(
+      names.filter((n) => known.has(n)).map((n) =>
+        this.pool.listTools(known.get(n)!).catch((e) => log.warn("preload failed", { server: n, error: String(e) }))
+      ),
+    );
+    return unknown;
+  }
+
+  /** Stops sandboxes and upstream servers. */
+  async close(): Promise<void> {
+    await Promise.allSettled([this.sessions.closeAll(), this.pool.close(), this.catalog.close?.()]);
+  }
+
+  #runtimeName(): string | undefined {
+    return this.settings.runtime === "auto" ? undefined : this.settings.runtime;
+  }
+}
+
+function logDiagnostic(d: Diagnostic): void {
+  const fields = { file: d.file, server: d.server, message: d.message };
+  if (d.severity === "error") log.warn("config problem", fields);
+  else log.info("config note", fields);
+}

@@ -1,0 +1,135 @@
+/**
+ * What sandbox code can ask of the host: tool calls, server and tool docs, search. Each RPC method the
+ * Python `mcp` package uses is served here. Server secrets (env, headers, args, urls) never cross.
+ * @module
+ */
+import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { ServerSpec } from "./contracts/discovery.ts";
+import { pythonAlias } from "./protocol.ts";
+import { RpcError, type RpcHandler } from "./rpc.ts";
+import { type ToolDoc, toolDoc, toolFull, toolSummary } from "./tool_docs.ts";
+
+/** The upstream side: the pool of MCP client connections. */
+export interface ToolCaller {
+  names(): string[];
+  spec(name: string): ServerSpec | undefined;
+  listTools(name: string): Promise<Tool[]>;
+  callTool(
+    name: string,
+    tool: string,
+    args: Record<string, unknown>,
+    options?: { signal?: AbortSignal },
+  ): Promise<CallToolResult>;
+}
+
+/** One search hit. */
+export interface SearchHit {
+  server: string;
+  tool: string;
+  description: string;
+  score: number;
+}
+
+/** The doc side: search over every configured server (cached), and docs already indexed. */
+export interface DocSearch {
+  search(query: string, options: { limit?: number; server?: string }): SearchHit[] | Promise<SearchHit[]>;
+}
+
+/** How tool results are turned into values for Python. */
+export interface ResultCodec {
+  unwrap(result: CallToolResult): unknown;
+  raw(result: CallToolResult): unknown;
+}
+
+/** Builds the RPC handler sandbox sessions use. */
+export function sandboxApi(pool: ToolCaller, docs: DocSearch, codec: ResultCodec): RpcHandler {
+  const server = (params: Record<string, unknown>, key = "server"): string => {
+    const name = params[key];
+    if (typeof name !== "string" || !name) throw new RpcError("ValueError", `"${key}" must be a server name`);
+    const resolved = resolveServer(pool, name);
+    if (!resolved) {
+      throw new RpcError(
+        "KeyError",
+        `Unknown server "${name}"; configured: ${pool.names().join(", ") || "none"}`,
+      );
+    }
+    return resolved;
+  };
+  const toolDocs = async (name: string): Promise<ToolDoc[]> =>
+    (await pool.listTools(name)).map((t) => toolDoc(name, t));
+
+  const methods: Record<string, (params: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>> = {
+    async call_tool(params, signal) {
+      const name = server(params);
+      const tool = await resolveTool(pool, name, String(params.tool ?? ""));
+      const args = params.arguments ?? {};
+      if (typeof args !== "object" || Array.isArray(args)) {
+        throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
+      }
+      const result = await pool.callTool(name, tool, args as Record<string, unknown>, { signal });
+      return params.raw ? codec.raw(result) : codec.unwrap(result);
+    },
+    list_servers() {
+      return Promise.resolve(pool.names().map((name) => publicServer(name, pool.spec(name))));
+    },
+    async describe_server(params) {
+      const name = server(params, "name");
+      return { ...publicServer(name, pool.spec(name)), tools: (await toolDocs(name)).map(toolSummary) };
+    },
+    async list_tools(params) {
+      return (await toolDocs(server(params))).map(toolSummary);
+    },
+    async query_tool_docs(params) {
+      const name = server(params);
+      const detail = params.detail === "full" ? "full" : "summary";
+      let found = await toolDocs(name);
+      if (typeof params.tool === "string" && params.tool) {
+        const wanted = params.tool;
+        found = found.filter((d) => d.tool === wanted || pythonAlias(d.tool) === wanted);
+        if (!found.length) throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
+      }
+      return found.map(detail === "full" ? toolFull : toolSummary);
+    },
+    async search_tool_docs(params) {
+      const query = String(params.query ?? "").trim();
+      if (!query) throw new RpcError("ValueError", "search_tool_docs needs a query");
+      const limit = Math.max(1, Math.min(100, Number(params.limit ?? 5) || 5));
+      const serverName = typeof params.server === "string" ? server(params) : undefined;
+      return await docs.search(query, { limit, server: serverName });
+    },
+  };
+
+  return async (method, params, context) => {
+    const serve = methods[method];
+    if (!serve) throw new RpcError("NotImplementedError", `Unknown host method "${method}"`);
+    return await serve(params, context.signal);
+  };
+}
+
+/** Finds a server by name or by its Python alias. */
+function resolveServer(pool: ToolCaller, name: string): string | undefined {
+  const names = pool.names();
+  return names.includes(name) ? name : names.find((n) => pythonAlias(n) === name);
+}
+
+/** Maps a tool alias (`get_sum`) back to the server's own tool name (`get-sum`). */
+async function resolveTool(pool: ToolCaller, server: string, tool: string): Promise<string> {
+  if (!tool) throw new RpcError("ValueError", "A tool name is required");
+  const tools = await pool.listTools(server);
+  if (tools.some((t) => t.name === tool)) return tool;
+  const match = tools.find((t) => pythonAlias(t.name) === tool);
+  if (match) return match.name;
+  throw new RpcError(
+    "AttributeError",
+    `Server "${server}" has no tool "${tool}"; available: ${tools.map((t) => pythonAlias(t.name)).join(", ")}`,
+  );
+}
+
+/** What sandbox code may know about a server: no command line, env, headers or URL (they hold secrets). */
+function publicServer(name: string, spec: ServerSpec | undefined): Record<string, unknown> {
+  const info: Record<string, unknown> = { name, alias: pythonAlias(name), transport: spec?.transport ?? "stdio" };
+  if (spec?.description) info.description = spec.description;
+  if (spec?.cwd) info.cwd = spec.cwd;
+  if (spec?.source) info.source = spec.source.plugin;
+  return info;
+}

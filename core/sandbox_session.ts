@@ -29,12 +29,16 @@ export interface SandboxSessionOptions {
 
 type DoneFrame = Extract<SandboxFrame, { type: "done" }>;
 
+/** Receives a run's output as the sandbox produces it (before the per-run cap applies). */
+export type OutputListener = (stream: "stdout" | "stderr", text: string) => void;
+
 interface ActiveRun {
   id: string;
   stdout: OutputBuffer;
   stderr: OutputBuffer;
   finish: (frame: DoneFrame) => void;
   controller: AbortController;
+  onOutput?: OutputListener;
 }
 
 const encoder = new TextEncoder();
@@ -93,7 +97,9 @@ export class SandboxSession {
     if ("failed" in outcome) {
       await this.kill();
       const detail = this.#stderrTail.trim();
-      throw new Error(`Sandbox "${this.name}" failed to start: ${outcome.failed}${detail ? `: ${detail}` : ""}`);
+      throw new Error(
+        `Sandbox "${this.name}" failed to start: ${outcome.failed}${detail ? `: ${detail}` : ""}`,
+      );
     }
     this.python = outcome.python;
     log.info("sandbox ready", {
@@ -103,9 +109,9 @@ export class SandboxSession {
     });
   }
 
-  /** Runs code; runs on one session never overlap. */
-  execute(code: string, timeoutSeconds: number): Promise<RunResult> {
-    const next = this.#queue.then(() => this.#execute(code, timeoutSeconds));
+  /** Runs code; runs on one session never overlap. `onOutput` sees output as it arrives. */
+  execute(code: string, timeoutSeconds: number, onOutput?: OutputListener): Promise<RunResult> {
+    const next = this.#queue.then(() => this.#execute(code, timeoutSeconds, onOutput));
     this.#queue = next.catch(() => {});
     return next;
   }
@@ -125,7 +131,7 @@ export class SandboxSession {
     await this.#process?.kill();
   }
 
-  async #execute(code: string, timeoutSeconds: number): Promise<RunResult> {
+  async #execute(code: string, timeoutSeconds: number, onOutput?: OutputListener): Promise<RunResult> {
     const started = performance.now();
     if (!this.#alive) throw new Error(`Sandbox "${this.name}" is not running`);
     const id = `run-${++this.#runs}`;
@@ -138,6 +144,7 @@ export class SandboxSession {
       stderr: new OutputBuffer(maxOutput),
       finish,
       controller: new AbortController(),
+      onOutput,
     };
     this.#run = run;
     const graceMs = this.#options.graceMs ?? 2000;
@@ -156,7 +163,8 @@ export class SandboxSession {
         return {
           ...base,
           status: "timeout",
-          error: `Timed out after ${timeoutSeconds}s and did not stop when interrupted; the sandbox was killed`,
+          error:
+            `Timed out after ${timeoutSeconds}s and did not stop when interrupted; the sandbox was killed`,
           notes,
           sessionLost: true,
         };
@@ -207,7 +215,9 @@ export class SandboxSession {
   async #readFrames(stdout: ReadableStream<Uint8Array>): Promise<void> {
     const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     try {
-      for await (const line of readFrames(stdout, max, (bytes) => this.#malformed(`oversized frame (${bytes} bytes)`))) {
+      for await (
+        const line of readFrames(stdout, max, (bytes) => this.#malformed(`oversized frame (${bytes} bytes)`))
+      ) {
         if (!line.trim()) continue;
         let parsed: SandboxFrame;
         try {
@@ -236,7 +246,10 @@ export class SandboxSession {
         this.#ready = undefined;
         return;
       case "output":
-        if (run && (frame.id === undefined || frame.id === run.id)) run[frame.stream].append(frame.data);
+        if (run && (frame.id === undefined || frame.id === run.id)) {
+          run[frame.stream].append(frame.data);
+          this.#notify(run, frame.stream, frame.data);
+        }
         return;
       case "done":
         if (run && frame.id === run.id) run.finish(frame);
@@ -262,6 +275,16 @@ export class SandboxSession {
       reply = rpcError(frame.id, pythonErrorType(error), (error as Error)?.message ?? String(error));
     }
     if (this.#alive) await this.#send(reply).catch(() => {});
+  }
+
+  #notify(run: ActiveRun, stream: "stdout" | "stderr", text: string): void {
+    // A listener that throws must not stop the frame reader; it just stops hearing.
+    try {
+      run.onOutput?.(stream, text);
+    } catch (error) {
+      run.onOutput = undefined;
+      log.warn("output listener failed", { sandbox: this.name, error: String(error) });
+    }
   }
 
   #malformed(reason: string): void {

@@ -9,7 +9,7 @@ import type { RuntimePlugin, SandboxLimits } from "./contracts/runtime.ts";
 import type { RunResult } from "./contracts/output.ts";
 import type { HostFrame } from "./protocol.ts";
 import type { RpcHandler } from "./rpc.ts";
-import { SandboxSession } from "./sandbox_session.ts";
+import { type OutputListener, SandboxSession } from "./sandbox_session.ts";
 import { log } from "./log.ts";
 
 /** Label keys every sandbox carries. */
@@ -62,15 +62,23 @@ export class SessionManager {
     return this.#entries.size;
   }
 
-  /** Runs code in the session for `key`, starting the session if needed. Throws when it can't start. */
-  async run(key: string, code: string, timeoutSeconds: number): Promise<RunResult> {
+  /**
+   * Runs code in the session for `key`, starting the session if needed. Throws when it can't start.
+   * `onOutput` hears stdout/stderr as the sandbox produces them (the result still carries them).
+   */
+  async run(
+    key: string,
+    code: string,
+    timeoutSeconds: number,
+    onOutput?: OutputListener,
+  ): Promise<RunResult> {
     if (this.#closed) throw new Error("codemode is shutting down");
     const entry = this.#entry(key);
     entry.busy++;
     if (entry.idle) clearTimeout(entry.idle);
     try {
       const session = await entry.session;
-      const result = await session.execute(code, timeoutSeconds);
+      const result = await session.execute(code, timeoutSeconds, onOutput);
       if (!session.alive) this.#drop(key, entry);
       return result;
     } catch (error) {

@@ -12,7 +12,7 @@ deno task check || { echo "static checks failed (deno task check)"; exit 1; }
 bash scripts/compile.sh || { echo "compile failed (deno task compile)"; exit 1; }
 mkdir -p .scratch
 log=.scratch/test.log
-deno test -A --parallel "${@:-tests/}" 2>&1 | tee "$log"
+NO_COLOR=1 deno test -A --parallel "${@:-tests/}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 summary=$(grep -E '^(ok|FAILED) \|' "$log" | tail -n 1)
 passed=$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$summary")

@@ -1,0 +1,63 @@
+import assert from "node:assert/strict";
+import { loadSettings, SettingsError } from "../../core/settings.ts";
+
+Deno.test("loadSettings() gives the documented defaults for an empty environment", () => {
+  const s = loadSettings({ HOME: "/home/u" });
+  assert.equal(s.runtime, "auto");
+  assert.equal(s.image, "codemode-sandbox:latest");
+  assert.equal(s.output, "compact");
+  assert.equal(s.timeout, 30);
+  assert.equal(s.maxTimeout, 120);
+  assert.equal(s.memory, "512m");
+  assert.equal(s.pids, 128);
+  assert.equal(s.cpus, undefined);
+  assert.equal(s.idleTimeout, 300);
+  assert.equal(s.maxOutput, 1024 * 1024);
+  assert.equal(s.stateDir, "/home/u/.local/state/codemode");
+  assert.equal(s.allowSelf, false);
+});
+
+Deno.test("loadSettings() accepts the bridge's MCP_BRIDGE_* aliases", () => {
+  const s = loadSettings({
+    MCP_BRIDGE_RUNTIME: "docker",
+    MCP_BRIDGE_OUTPUT_MODE: "TOON",
+    MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT: "2m",
+    MCP_BRIDGE_MEMORY: "1G",
+    MCP_BRIDGE_STATE_DIR: "/state",
+    MCP_BRIDGE_ALLOW_SELF_SERVER: "1",
+  });
+  assert.equal(s.runtime, "docker");
+  assert.equal(s.output, "toon");
+  assert.equal(s.idleTimeout, 120);
+  assert.equal(s.memory, "1g");
+  assert.equal(s.stateDir, "/state");
+  assert.equal(s.allowSelf, true);
+});
+
+Deno.test("loadSettings() prefers CODEMODE_* over the bridge alias", () => {
+  const s = loadSettings({ CODEMODE_TIMEOUT: "5", MCP_BRIDGE_TIMEOUT: "50" });
+  assert.equal(s.timeout, 5);
+});
+
+Deno.test("loadSettings() parses durations and sizes in their usual units", () => {
+  const s = loadSettings({ CODEMODE_TIMEOUT: "1500ms", CODEMODE_MAX_OUTPUT: "512k", CODEMODE_CPUS: "1.5" });
+  assert.equal(s.timeout, 1.5);
+  assert.equal(s.maxOutput, 512 * 1024);
+  assert.equal(s.cpus, "1.5");
+});
+
+Deno.test("loadSettings() names the variable and the accepted values in its error", () => {
+  assert.throws(
+    () => loadSettings({ CODEMODE_RUNTIME: "lxc" }),
+    (e: Error) =>
+      e instanceof SettingsError &&
+      e.message === 'Invalid CODEMODE_RUNTIME="lxc": expected one of auto, podman, docker, nerdctl, pyodide',
+  );
+  assert.throws(() => loadSettings({ MCP_BRIDGE_PIDS: "lots" }), /Invalid MCP_BRIDGE_PIDS="lots": expected a whole/);
+  assert.throws(() => loadSettings({ CODEMODE_MEMORY: "big" }), /Invalid CODEMODE_MEMORY="big"/);
+  assert.throws(() => loadSettings({ CODEMODE_TIMEOUT: "0" }), /above zero/);
+});
+
+Deno.test("loadSettings() refuses a default timeout above the maximum", () => {
+  assert.throws(() => loadSettings({ CODEMODE_TIMEOUT: "300" }), /exceeds CODEMODE_MAX_TIMEOUT/);
+});

@@ -1,0 +1,400 @@
+/**
+ * One upstream MCP server as the pool sees it: started on first use, kept warm, shared by concurrent
+ * callers, restarted on the next use after it dies, and turning every failure into an error that names
+ * the server and the tool.
+ * @module
+ */
+import {
+  type CallToolResult,
+  Client,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type Tool,
+  type Transport,
+} from "@modelcontextprotocol/client";
+import type { ServerSpec } from "./contracts/discovery.ts";
+import { log } from "./log.ts";
+import { serverEnv } from "./safe_env.ts";
+import {
+  MESSAGE_TOO_LARGE,
+  UpstreamCallError,
+  UpstreamCancelledError,
+  UpstreamClosedError,
+  UpstreamError,
+  UpstreamExitedError,
+  UpstreamResultTooLargeError,
+  UpstreamStartError,
+  UpstreamTimeoutError,
+} from "./upstream_errors.ts";
+import { type ExitInfo, UpstreamStdioTransport } from "./upstream_stdio_transport.ts";
+
+/** Lifecycle of one server. */
+export type ServerState = "idle" | "starting" | "ready" | "failed" | "closed";
+
+/** A snapshot of one server, for `codemode servers` and diagnostics. */
+export interface ServerStatus {
+  state: ServerState;
+  /** Why the last start failed or the last session ended. */
+  error?: string;
+  /** When the current (or last) session became ready. */
+  startedAt?: Date;
+  /** Starts after the first one. */
+  restarts: number;
+  /** The stdio server's process id while it runs. */
+  pid?: number;
+  /** The transport in use; "sse" for an "http" server that fell back. */
+  transport?: "stdio" | "http" | "sse";
+}
+
+/** Limits for one connection. */
+export interface ConnectionOptions {
+  callTimeoutMs: number;
+  startTimeoutMs: number;
+  /** Largest single message accepted from a stdio server. */
+  maxMessageBytes?: number;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Overrides the server's timeout for this call. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+interface Session {
+  client: Client;
+  transport: Transport;
+  kind: "stdio" | "http" | "sse";
+  pid?: number;
+  startedAt?: Date;
+  /** How the connection ended, once it has. */
+  ended?: string;
+  tools?: Promise<Tool[]>;
+}
+
+const CLIENT_INFO = { name: "codemode", version: "0.1.0" };
+const STDERR_LINES_PER_SECOND = 50;
+const STDERR_TAIL_LINES = 12;
+
+/** A lazily started, self-healing client connection to one MCP server. */
+export class UpstreamConnection {
+  /** The server's configuration. */
+  readonly spec: ServerSpec;
+  #options: ConnectionOptions;
+  #state: ServerState = "idle";
+  #error?: string;
+  #starts = 0;
+  #session?: Session;
+  #starting?: Promise<Session>;
+  /** The session being connected, so close() can stop a start midway. */
+  #attempt?: Session;
+  #stderr: StderrLog;
+
+  constructor(spec: ServerSpec, options: ConnectionOptions) {
+    this.spec = spec;
+    this.#options = options;
+    this.#stderr = new StderrLog(spec.name);
+  }
+
+  /** Where the server is in its lifecycle. */
+  status(): ServerStatus {
+    const session = this.#session;
+    return {
+      state: this.#state,
+      ...(this.#error ? { error: this.#error } : {}),
+      ...(session?.startedAt ? { startedAt: session.startedAt } : {}),
+      restarts: Math.max(0, this.#starts - 1),
+      ...(this.#state === "ready" && session?.pid ? { pid: session.pid } : {}),
+      ...(session ? { transport: session.kind } : {}),
+    };
+  }
+
+  /** The server's tools, fetched once per session (all pages) and refreshed when it says they changed. */
+  async listTools(): Promise<Tool[]> {
+    const session = await this.#ready();
+    if (!session.client.getServerCapabilities()?.tools) return [];
+    session.tools ??= session.client.listTools(undefined, { timeout: this.#timeout() })
+      .then((result) => result.tools)
+      .catch((error) => {
+        session.tools = undefined;
+        throw this.#explain(error, session, "tools/list", this.#timeout());
+      });
+    return await session.tools;
+  }
+
+  /** Calls one tool and returns the raw MCP result; failures are `UpstreamError`s. */
+  async callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    options: CallOptions = {},
+  ): Promise<CallToolResult> {
+    const session = await this.#ready();
+    const timeoutMs = this.#timeout(options.timeoutMs);
+    try {
+      return await session.client.callTool({ name: tool, arguments: args }, {
+        timeout: timeoutMs,
+        signal: options.signal,
+      }) as CallToolResult;
+    } catch (error) {
+      throw this.#explain(error, session, tool, timeoutMs, options.signal);
+    }
+  }
+
+  /** Stops the server (the whole process tree for stdio) and refuses further use. */
+  async close(): Promise<void> {
+    this.#state = "closed";
+    const session = this.#session;
+    this.#session = undefined;
+    await Promise.allSettled([session?.transport.close(), this.#attempt?.transport.close(), this.#starting]);
+  }
+
+  /** A method, not a field read, because the state changes across awaits. */
+  #closed(): boolean {
+    return this.#state === "closed";
+  }
+
+  #timeout(override?: number): number {
+    return override ?? this.spec.timeoutMs ?? this.#options.callTimeoutMs;
+  }
+
+  /** The live session, starting one if needed; concurrent callers share one start. */
+  #ready(): Promise<Session> {
+    if (this.#state === "closed") {
+      return Promise.reject(
+        new UpstreamClosedError(`MCP server "${this.spec.name}" is closed`, this.spec.name),
+      );
+    }
+    if (this.#state === "ready" && this.#session && !this.#session.ended) {
+      return Promise.resolve(this.#session);
+    }
+    this.#starting ??= this.#start().finally(() => (this.#starting = undefined));
+    return this.#starting;
+  }
+
+  async #start(): Promise<Session> {
+    this.#starts++;
+    this.#state = "starting";
+    this.#error = undefined;
+    this.#stderr.clear();
+    const name = this.spec.name;
+    const timeoutMs = this.#options.startTimeoutMs;
+    let gaveUp = false;
+    const connect = async (kind: Session["kind"]) => {
+      if (gaveUp || this.#state === "closed") throw new Error("start abandoned");
+      const attempt = this.#attempt = this.#open(kind);
+      // The SDK's own handshake timeout is a backstop; the deadline below fires first and says more.
+      await attempt.client.connect(attempt.transport, { timeout: timeoutMs + 1000 });
+      return attempt;
+    };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`it did not finish the MCP handshake within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      const session = await Promise.race([deadline, this.#handshake(connect)]);
+      if (this.#closed()) throw new Error("closed while starting");
+      session.startedAt = new Date();
+      session.pid = (session.transport as Partial<UpstreamStdioTransport>).pid;
+      this.#session = session;
+      this.#state = "ready";
+      log.debug("upstream server ready", { server: name, transport: session.kind, pid: session.pid });
+      return session;
+    } catch (error) {
+      gaveUp = true;
+      const failed = this.#attempt;
+      await failed?.transport.close().catch(() => {});
+      if (this.#closed()) {
+        throw new UpstreamClosedError(`MCP server "${name}" was closed while starting`, name, undefined, {
+          cause: error,
+        });
+      }
+      const exit = (failed?.transport as Partial<UpstreamStdioTransport> | undefined)?.exit;
+      const reason = exit ? `it exited (${exitText(exit)}) before it was ready` : describe(error);
+      const tail = this.#stderr.tail();
+      const message = `MCP server "${name}" failed to start: ${reason}` +
+        (tail ? `; its stderr ends with: ${tail}` : "") +
+        `; check its command, arguments and environment with \`codemode doctor\``;
+      this.#state = "failed";
+      this.#error = message;
+      throw new UpstreamStartError(message, name, undefined, { cause: error });
+    } finally {
+      this.#attempt = undefined;
+      clearTimeout(timer);
+    }
+  }
+
+  /** Connects by the configured transport; "http" falls back to SSE when Streamable HTTP is refused. */
+  async #handshake(connect: (kind: Session["kind"]) => Promise<Session>): Promise<Session> {
+    const kind = this.spec.transport;
+    if (kind !== "http") return await connect(kind);
+    try {
+      return await connect("http");
+    } catch (httpError) {
+      if (this.#state !== "starting") throw httpError;
+      log.debug("streamable HTTP refused, trying SSE", {
+        server: this.spec.name,
+        error: describe(httpError),
+      });
+      try {
+        return await connect("sse");
+      } catch (sseError) {
+        throw new Error(
+          `Streamable HTTP failed (${describe(httpError)}) and SSE failed (${describe(sseError)})`,
+        );
+      }
+    }
+  }
+
+  /** Builds an unconnected client and transport, wired so the session notices its own end. */
+  #open(kind: Session["kind"]): Session {
+    const spec = this.spec;
+    let transport: Transport;
+    if (kind === "stdio") {
+      if (!spec.command) throw new Error(`no command configured`);
+      transport = new UpstreamStdioTransport({
+        command: spec.command,
+        args: spec.args,
+        cwd: spec.cwd,
+        env: serverEnv(spec),
+        maxMessageBytes: this.#options.maxMessageBytes,
+        onStderrLine: (line) => this.#stderr.write("upstream stderr", line),
+        onNoise: (line) => this.#stderr.write("upstream stdout noise", line),
+      });
+    } else {
+      if (!spec.url) throw new Error(`no URL configured`);
+      const url = new URL(spec.url);
+      const requestInit = { headers: spec.headers ?? {} };
+      transport = kind === "http"
+        ? new StreamableHTTPClientTransport(url, { requestInit })
+        : new SSEClientTransport(url, { requestInit });
+    }
+    const client = new Client(CLIENT_INFO, { listMaxPages: 1000 });
+    const session: Session = { client, transport, kind };
+    transport.onclose = () => this.#ended(session);
+    client.onerror = (error) =>
+      log.debug("upstream protocol error", { server: spec.name, error: describe(error) });
+    client.setNotificationHandler("notifications/tools/list_changed", () => {
+      session.tools = undefined;
+    });
+    return session;
+  }
+
+  #ended(session: Session): void {
+    const exit = (session.transport as Partial<UpstreamStdioTransport>).exit;
+    session.ended = exit ? `exited (${exitText(exit)})` : "closed the connection";
+    this.#stderr.flush();
+    if (session !== this.#session || this.#state === "closed") return;
+    this.#state = "failed";
+    this.#error = `MCP server "${this.spec.name}" ${session.ended}`;
+    log.debug("upstream server ended", { server: this.spec.name, how: session.ended });
+  }
+
+  /** Turns whatever the SDK threw into an `UpstreamError` that names the server and the tool. */
+  #explain(error: unknown, session: Session, tool: string, timeoutMs: number, signal?: AbortSignal): Error {
+    const name = this.spec.name;
+    if (error instanceof UpstreamError) return error;
+    if (signal?.aborted) {
+      return new UpstreamCancelledError(
+        `The call to "${tool}" on MCP server "${name}" was cancelled`,
+        name,
+        tool,
+        {
+          cause: error,
+        },
+      );
+    }
+    if (session.ended || (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed)) {
+      const how = session.ended ?? "closed the connection";
+      return new UpstreamExitedError(
+        `MCP server "${name}" ${how} during the call to "${tool}"; the next call restarts it` +
+          (this.#stderr.tail() ? `; its stderr ends with: ${this.#stderr.tail()}` : ""),
+        name,
+        tool,
+        { cause: error },
+      );
+    }
+    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+      return new UpstreamTimeoutError(name, tool, timeoutMs);
+    }
+    if (error instanceof ProtocolError && error.code === MESSAGE_TOO_LARGE) {
+      return new UpstreamResultTooLargeError(
+        `MCP server "${name}" answered the call to "${tool}" with more data than codemode accepts ` +
+          `(${
+            error.message.replace(/^The server replied with /, "")
+          }); ask the tool for less (a page, a filter)`,
+        name,
+        tool,
+        { cause: error },
+      );
+    }
+    return new UpstreamCallError(
+      `MCP server "${name}" failed the call to "${tool}": ${clip(describe(error).replace(/\s+/g, " "), 600)}`,
+      name,
+      tool,
+      { cause: error },
+    );
+  }
+}
+
+/** Logs a server's stderr at debug level without letting a flood through, and keeps the last lines. */
+class StderrLog {
+  #server: string;
+  #lines: string[] = [];
+  #windowStart = 0;
+  #inWindow = 0;
+  #suppressed = 0;
+
+  constructor(server: string) {
+    this.#server = server;
+  }
+
+  write(msg: string, line: string): void {
+    if (!line.trim()) return;
+    this.#lines.push(clip(line, 300));
+    if (this.#lines.length > STDERR_TAIL_LINES) this.#lines.shift();
+    const now = Date.now();
+    if (now - this.#windowStart >= 1000) {
+      this.flush();
+      this.#windowStart = now;
+      this.#inWindow = 0;
+    }
+    if (++this.#inWindow > STDERR_LINES_PER_SECOND) this.#suppressed++;
+    else log.debug(msg, { server: this.#server, line });
+  }
+
+  /** Reports how many lines the rate limit dropped since the last report. */
+  flush(): void {
+    if (this.#suppressed) {
+      log.debug("upstream output suppressed", { server: this.#server, lines: this.#suppressed });
+    }
+    this.#suppressed = 0;
+  }
+
+  /** Forgets the kept lines (a new process has started). */
+  clear(): void {
+    this.#lines = [];
+  }
+
+  /** The last few lines, joined, for error messages. */
+  tail(): string {
+    return clip(this.#lines.join(" | "), 1200);
+  }
+}
+
+function exitText(exit: ExitInfo): string {
+  return exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}...` : text;
+}

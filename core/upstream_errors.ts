@@ -1,0 +1,65 @@
+/**
+ * Errors the upstream pool raises. Each names the server (and the tool, when there is one) and says what
+ * to do next, because the message reaches the agent's Python code as the text of an exception.
+ * @module
+ */
+
+/** JSON-RPC error code the stdio transport uses for a reply it had to drop for being too large. */
+export const MESSAGE_TOO_LARGE = -32099;
+
+/** Base class: something went wrong talking to an upstream MCP server. */
+export class UpstreamError extends Error {
+  /** The server's configured name. */
+  readonly server: string;
+  /** The tool being called, when the failure belongs to a call. */
+  readonly tool?: string;
+
+  constructor(message: string, server: string, tool?: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+    this.server = server;
+    this.tool = tool;
+  }
+}
+
+/** The pool has no server of that name. */
+export class UnknownServerError extends UpstreamError {
+  constructor(server: string, known: string[]) {
+    const list = known.length ? known.map((name) => `"${name}"`).join(", ") : "none";
+    super(`Unknown MCP server "${server}": configured servers are ${list}`, server);
+  }
+}
+
+/** The server could not be started or did not finish the MCP handshake. */
+export class UpstreamStartError extends UpstreamError {}
+
+/** The server process ended (or the connection dropped) while a call was in flight. */
+export class UpstreamExitedError extends UpstreamError {}
+
+/** A call took longer than its timeout; the request was cancelled on the server. */
+export class UpstreamTimeoutError extends UpstreamError {
+  /** The timeout that expired, in milliseconds. */
+  readonly timeoutMs: number;
+
+  constructor(server: string, tool: string, timeoutMs: number) {
+    super(
+      `The call to "${tool}" on MCP server "${server}" timed out after ${timeoutMs} ms and was cancelled; ` +
+        `raise the server's timeout or ask for less work per call`,
+      server,
+      tool,
+    );
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** The caller aborted the call. */
+export class UpstreamCancelledError extends UpstreamError {}
+
+/** The server's reply was larger than the transport accepts. */
+export class UpstreamResultTooLargeError extends UpstreamError {}
+
+/** The server answered with a JSON-RPC error or with a result that is not valid MCP. */
+export class UpstreamCallError extends UpstreamError {}
+
+/** The pool was closed; no more calls are accepted. */
+export class UpstreamClosedError extends UpstreamError {}

@@ -71,3 +71,21 @@ export interface RuntimePlugin {
   /** Force-removes a sandbox by name; no error when it is already gone. */
   remove(name: string): Promise<void>;
 }
+
+/** Image management that container runtimes offer besides `RuntimePlugin` (`codemode image build`, doctor). */
+export interface ImageStore {
+  /** Whether image `ref` is present locally; never pulls. */
+  imageExists(ref: string): Promise<boolean>;
+  /** Loads a root filesystem tar archive as image `ref`. */
+  importImage(tarPath: string, ref: string): Promise<void>;
+  /** Pulls image `ref` from a registry. */
+  pullImage(ref: string): Promise<void>;
+  /** Gives image `source` the additional name `target`. */
+  tagImage(source: string, target: string): Promise<void>;
+}
+
+/** Whether a runtime plugin also manages images (container runtimes do, Pyodide does not). */
+export function hasImageStore(plugin: RuntimePlugin): plugin is RuntimePlugin & ImageStore {
+  const candidate = plugin as Partial<ImageStore>;
+  return typeof candidate.imageExists === "function" && typeof candidate.importImage === "function";
+}

@@ -1,0 +1,353 @@
+/**
+ * The shared base of the OCI-CLI runtimes (podman, docker, nerdctl): one pure function builds the hardened
+ * `run` argument list, and one factory turns an engine CLI into a runtime plugin with an image store.
+ * @module
+ */
+
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import process from "node:process";
+import { Readable, Writable } from "node:stream";
+import type {
+  ImageStore,
+  ManagedSandbox,
+  Problem,
+  RuntimeDetection,
+  RuntimePlugin,
+  SandboxLimits,
+  SandboxProcess,
+  SandboxStartOptions,
+} from "../../core/contracts/runtime.ts";
+import { DEFAULT_IMAGE } from "../../core/image_build.ts";
+import { diagnose, engineEnv, execCli, firstErrorLine, parseInspectLines, parseMemory } from "./_oci_exec.ts";
+
+/** The engines this base knows how to drive. */
+export type OciEngine = "podman" | "docker" | "nerdctl";
+
+/** The label every sandbox carries, so leftovers of a crashed server can be found and reaped. */
+export const MANAGED_LABEL = "codemode.managed";
+
+/** Options shared by the podman, docker and nerdctl plugins. */
+export interface OciOptions {
+  /** The engine CLI as an argv prefix, e.g. ["podman"] or ["runuser", "-u", "someone", "--", "podman"]. */
+  command?: string[];
+  /** OCI runtime passed as `--runtime` (e.g. "runc"); undefined uses the engine's default. */
+  runtime?: string;
+  /** Arguments added to `run` before the image (escape hatch; they can weaken the sandbox). */
+  extraArgs?: string[];
+  /** Run a minimal init as PID 1 that reaps orphans and forwards signals. */
+  init?: boolean;
+  /** RLIMIT_NOFILE, soft and hard; explicit because engine defaults can exceed the host's hard limit. */
+  nofile?: number;
+  /** RLIMIT_NPROC, soft and hard; undefined derives it from the pids limit. */
+  nproc?: number;
+  /** Size of each of the /tmp and /workspace tmpfs mounts. */
+  tmpfsSize?: string;
+  /** The image `detect()` checks for and probes. */
+  image?: string;
+}
+
+/** Everything `buildRunArgs` needs besides the start options: resolved, with no defaults left to apply. */
+export interface OciRunConfig {
+  engine: OciEngine;
+  runtime?: string;
+  init: boolean;
+  nofile: number;
+  nproc: number;
+  tmpfsSize: string;
+  /** Also cap memory with RLIMIT_DATA (bytes), for hosts where the engine cannot apply cgroup limits. */
+  dataLimit?: number;
+  extraArgs: string[];
+}
+
+/** Builds the `run` arguments (after the CLI prefix) for one sandbox; pure, so tests check it flag by flag. */
+export function buildRunArgs(start: SandboxStartOptions, config: OciRunConfig): string[] {
+  const { limits } = start;
+  const labels: Record<string, string> = { ...start.labels, [MANAGED_LABEL]: "true" };
+  const tmpfs = `rw,noexec,nosuid,nodev,size=${config.tmpfsSize},mode=1777`;
+  const args = ["run", "-i", "--rm", "--name", start.name];
+  for (const key of Object.keys(labels).sort()) args.push("--label", `${key}=${labels[key]}`);
+  args.push(
+    // No registry is contacted while starting a sandbox; a missing image fails fast instead.
+    "--pull",
+    "never",
+    "--network",
+    "none",
+    "--read-only",
+    "--cap-drop",
+    "ALL",
+    "--security-opt",
+    "no-new-privileges",
+    "--user",
+    "65534:65534",
+    "--memory",
+    limits.memory,
+    "--memory-swap",
+    limits.memory,
+    "--pids-limit",
+    String(limits.pids),
+  );
+  if (limits.cpus !== undefined) args.push("--cpus", limits.cpus);
+  args.push("--tmpfs", `/tmp:${tmpfs}`, "--tmpfs", `/workspace:${tmpfs}`);
+  args.push("--ulimit", `nofile=${config.nofile}:${config.nofile}`);
+  args.push("--ulimit", `nproc=${config.nproc}:${config.nproc}`);
+  if (config.dataLimit !== undefined) args.push("--ulimit", `data=${config.dataLimit}:${config.dataLimit}`);
+  args.push("--workdir", "/workspace");
+  // Without an init, Python is PID 1: orphans of user code become zombies that count against the pids
+  // limit for the whole session, and PID 1 ignores signals it has no handler for.
+  if (config.init) args.push("--init");
+  if (config.runtime) args.push("--runtime", config.runtime);
+  if (config.engine === "podman") {
+    // --read-only alone still gives writable, executable /run and /var/tmp; --http-proxy would copy the
+    // CLI's proxy variables into the container; --env-host=false guards against a containers.conf default.
+    args.push("--read-only-tmpfs=false", "--http-proxy=false", "--env-host=false");
+  }
+  // The protocol stream is not kept in a log file (disk use, and a copy of everything the agent sent).
+  // nerdctl has no "none" driver.
+  if (config.engine !== "nerdctl") args.push("--log-driver", "none");
+  args.push(...config.extraArgs, start.image, ...start.command);
+  return args;
+}
+
+/** Facts about the engine on this machine, read once from `info`. */
+interface EngineFacts {
+  installed: boolean;
+  version?: string;
+  rootless?: boolean;
+  /** Whether memory and pids limits are applied (not on rootless cgroup v1 hosts). */
+  cgroupLimits: boolean;
+  problem?: Problem;
+}
+
+/** Reads the version, rootless mode and cgroup version from an engine's `info` JSON. */
+export function parseEngineInfo(engine: OciEngine, json: string): Omit<EngineFacts, "installed"> {
+  const info = JSON.parse(json);
+  if (engine === "podman") {
+    const rootless = Boolean(info.host?.security?.rootless);
+    return {
+      version: info.version?.Version,
+      rootless,
+      cgroupLimits: !(rootless && info.host?.cgroupVersion === "v1"),
+    };
+  }
+  const rootless = (info.SecurityOptions ?? []).some((option: string) => option.includes("rootless"));
+  return {
+    version: info.ServerVersion,
+    rootless,
+    cgroupLimits: !(rootless && String(info.CgroupVersion) === "1"),
+  };
+}
+
+const DEFAULT_LIMITS: SandboxLimits = { memory: "512m", pids: 128 };
+const INFO_ARGS: Record<OciEngine, string[]> = {
+  podman: ["info", "--format", "json"],
+  docker: ["info", "--format", "{{json .}}"],
+  nerdctl: ["info", "--format", "{{json .}}"],
+};
+
+/** Creates a runtime plugin (with an image store) that drives the given engine's CLI. */
+export function ociRuntime(
+  engine: OciEngine,
+  options: OciOptions & Required<Pick<OciOptions, "command">>,
+): RuntimePlugin & ImageStore {
+  const cli = options.command;
+  const image = options.image ?? DEFAULT_IMAGE;
+  let facts: Promise<EngineFacts> | undefined;
+
+  const run = (args: string[], timeoutMs = 30_000, proxies = false) =>
+    execCli([...cli, ...args], { timeoutMs, proxies });
+
+  function engineFacts(): Promise<EngineFacts> {
+    return facts ??= (async () => {
+      const result = await run(INFO_ARGS[engine], 15_000);
+      if (result.spawnError) {
+        facts = undefined; // installing the engine later should not need a restart
+        return {
+          installed: false,
+          cgroupLimits: true,
+          problem: diagnose(engine, result.stderr, result.spawnError),
+        };
+      }
+      try {
+        const parsed = parseEngineInfo(engine, result.stdout);
+        if (result.code === 0 && parsed.version) return { installed: true, ...parsed };
+      } catch {
+        // fall through: not JSON, the engine said why on stderr
+      }
+      facts = undefined;
+      return { installed: true, cgroupLimits: true, problem: diagnose(engine, result.stderr) };
+    })();
+  }
+
+  function runConfig(limits: SandboxLimits, cgroupLimits: boolean): OciRunConfig {
+    return {
+      engine,
+      runtime: options.runtime,
+      init: options.init ?? true,
+      nofile: options.nofile ?? 1024,
+      // RLIMIT_NPROC counts every process of the sandbox uid on the host (or user namespace), not per
+      // container: leave headroom for other sandboxes where the pids cgroup caps each one, and make it the
+      // cap itself where cgroup limits are not applied.
+      nproc: options.nproc ?? (cgroupLimits ? limits.pids * 4 : limits.pids),
+      tmpfsSize: options.tmpfsSize ?? "256m",
+      dataLimit: cgroupLimits ? undefined : parseMemory(limits.memory),
+      extraArgs: options.extraArgs ?? [],
+    };
+  }
+
+  async function remove(name: string): Promise<void> {
+    // podman's rm -f waits 10 s for SIGTERM first, which hostile code ignores.
+    const args = engine === "podman" ? ["rm", "-f", "-t", "0", name] : ["rm", "-f", name];
+    const result = await run(args);
+    if (result.code !== 0 && !/no such container|not found|no such object/i.test(result.stderr)) {
+      throw new Error(`Cannot remove container "${name}" with ${engine}: ${firstErrorLine(result.stderr)}`);
+    }
+  }
+
+  async function start(start: SandboxStartOptions): Promise<SandboxProcess> {
+    const known = await engineFacts();
+    const args = buildRunArgs(start, runConfig(start.limits, known.cgroupLimits));
+    const child = spawn(cli[0], [...cli.slice(1), ...args], {
+      cwd: "/",
+      env: engineEnv(),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once("spawn", resolve);
+      child.once("error", (error: NodeJS.ErrnoException) => {
+        const problem = diagnose(engine, error.message, error.code);
+        reject(
+          new Error(`Cannot start sandbox "${start.name}": ${problem.message}: ${problem.fix ?? ""}`.trim()),
+        );
+      });
+    });
+    // A write after the sandbox died must reject the writer, not crash the host with an unhandled 'error'.
+    child.stdin.on("error", () => {});
+    let ended = false;
+    const exited = new Promise<number | null>((resolve) => {
+      child.once("exit", (code) => {
+        ended = true;
+        resolve(code);
+      });
+    });
+    const wait = (ms: number) =>
+      Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+    let killing: Promise<void> | undefined;
+    const kill = () =>
+      killing ??= (async () => {
+        // Killing only the client would leave the container running under conmon or the daemon.
+        await remove(start.name).catch(() => {});
+        if (ended || await wait(2_000)) return;
+        // The container did not exist yet when rm ran: stop the client, then remove what it created.
+        child.kill("SIGKILL");
+        await wait(2_000);
+        await remove(start.name).catch(() => {});
+      })();
+    return {
+      stdin: Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+      stdout: Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
+      stderr: Readable.toWeb(child.stderr) as ReadableStream<Uint8Array>,
+      kill,
+      exited,
+    };
+  }
+
+  async function listManaged(): Promise<ManagedSandbox[]> {
+    const ps = await run(["ps", "-a", "-q", "--no-trunc", "--filter", `label=${MANAGED_LABEL}=true`]);
+    if (ps.code !== 0) return [];
+    const ids = ps.stdout.split("\n").map((id) => id.trim()).filter(Boolean);
+    if (ids.length === 0) return [];
+    // inspect, not ps: ps prints docker's labels as one ambiguous "k=v,k=v" string.
+    const inspect = await run(["inspect", "--format", "{{json .Name}} {{json .Config.Labels}}", ...ids]);
+    return parseInspectLines(inspect.stdout);
+  }
+
+  async function imageExists(ref: string): Promise<boolean> {
+    const args = engine === "podman"
+      ? ["image", "exists", ref]
+      : ["image", "inspect", "--format", "{{.Id}}", ref];
+    return (await run(args)).code === 0;
+  }
+
+  async function checked(what: string, args: string[], timeoutMs: number, proxies = false): Promise<void> {
+    const result = await run(args, timeoutMs, proxies);
+    if (result.code !== 0) {
+      const problem = diagnose(engine, result.stderr, result.spawnError);
+      throw new Error(
+        `Cannot ${what} with ${engine}: ${problem.message}${problem.fix ? `: ${problem.fix}` : ""}`,
+      );
+    }
+  }
+
+  async function importImage(tarPath: string, ref: string): Promise<void> {
+    // nerdctl import has no --change; the engines give a default PATH to images without one.
+    const changes = engine === "nerdctl" ? [] : [
+      "--change",
+      "ENV LANG=C.UTF-8",
+      "--change",
+      "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      "--change",
+      "WORKDIR /workspace",
+      "--change",
+      'CMD ["python3"]',
+    ];
+    await checked(`import "${tarPath}" as "${ref}"`, ["import", ...changes, tarPath, ref], 600_000);
+  }
+
+  async function detect(): Promise<RuntimeDetection> {
+    const known = await engineFacts();
+    const detection: RuntimeDetection = {
+      name: engine,
+      available: false,
+      version: known.version,
+      rootless: known.rootless,
+      problems: known.problem ? [known.problem] : [],
+    };
+    if (!known.version) return detection;
+    if (!known.cgroupLimits) {
+      detection.problems.push({
+        message:
+          `Rootless ${engine} on cgroup v1 cannot apply memory and pids limits; ulimits (nproc, data) stand in`,
+        fix: "For cgroup limits use cgroup v2 (systemd.unified_cgroup_hierarchy=1) or a rootful engine",
+      });
+    }
+    if (!await imageExists(image)) {
+      detection.problems.push({
+        message: `The sandbox image "${image}" is missing`,
+        fix: `Build it: codemode image build --runtime ${engine}`,
+      });
+      return detection;
+    }
+    // Only a real container shows runtime, cgroup and ulimit failures; it takes a fraction of a second.
+    const probe = buildRunArgs(
+      {
+        name: `codemode-probe-${process.pid}-${randomBytes(4).toString("hex")}`,
+        image,
+        command: ["python3", "-c", "pass"],
+        limits: DEFAULT_LIMITS,
+        labels: { "codemode.probe": "true" },
+      },
+      runConfig(DEFAULT_LIMITS, known.cgroupLimits),
+    );
+    const result = await run(probe, 30_000);
+    if (result.code === 0) {
+      detection.available = true;
+    } else {
+      detection.problems.push(diagnose(engine, result.stderr, result.spawnError));
+      await remove(probe[probe.indexOf("--name") + 1]).catch(() => {});
+    }
+    return detection;
+  }
+
+  return {
+    name: engine,
+    detect,
+    start,
+    listManaged,
+    remove,
+    imageExists,
+    importImage,
+    pullImage: (ref) => checked(`pull "${ref}"`, ["pull", ref], 1_800_000, true),
+    tagImage: (source, target) => checked(`tag "${source}" as "${target}"`, ["tag", source, target], 60_000),
+  };
+}

@@ -282,7 +282,9 @@ export function jsonEntry(
     const url = urlKey && entry[urlKey.key];
     if (!url) {
       const keys = flavour.urlKeys.map((u) => u.key).join(" or ");
-      return { diagnostic: entryProblem(where, name, `${keys}: a ${transport} server needs a URL`) };
+      return {
+        diagnostic: entryProblem(where, name, `${keys}: an ${transport.toUpperCase()} server needs a URL`),
+      };
     }
     spec = { name, transport, url, headers: entry.headers, source };
   }

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { parse } from "smol-toml";
+import { parse, TomlError } from "smol-toml";
 import { z } from "zod";
 import type {
   Diagnostic,
@@ -129,7 +129,8 @@ async function readCodex(file: string, context: DiscoveryContext): Promise<Disco
   try {
     root = parse(text);
   } catch (error) {
-    const reason = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+    const first = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+    const reason = error instanceof TomlError ? `${first} at line ${error.line}` : first;
     return {
       servers: [],
       diagnostics: [fileProblem(file, `Cannot parse "${file}": ${reason}; fix the TOML syntax`)],

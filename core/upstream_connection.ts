@@ -208,13 +208,14 @@ export class UpstreamConnection {
     } catch (error) {
       gaveUp = true;
       const failed = this.#attempt;
+      // Read before closing: how it ended on its own, not the signal close() sends.
+      const exit = (failed?.transport as Partial<UpstreamStdioTransport> | undefined)?.exit;
       await failed?.transport.close().catch(() => {});
       if (this.#closed()) {
         throw new UpstreamClosedError(`MCP server "${name}" was closed while starting`, name, undefined, {
           cause: error,
         });
       }
-      const exit = (failed?.transport as Partial<UpstreamStdioTransport> | undefined)?.exit;
       const reason = exit ? `it exited (${exitText(exit)}) before it was ready` : describe(error);
       const tail = this.#stderr.tail();
       const message = `MCP server "${name}" failed to start: ${reason}` +

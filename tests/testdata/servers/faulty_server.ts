@@ -124,14 +124,20 @@ async function serve(): Promise<void> {
   for (let i = 0; i < Number(flags.get("tools") ?? 0); i++) {
     server.registerTool(`extra_${i}`, { description: `Extra tool ${i}` }, () => text(String(i)));
   }
-  if (flags.has("page-size")) paginate(server, Number(flags.get("page-size")));
+  if (flags.has("page-size")) {
+    const pages = paginate(server, Number(flags.get("page-size")));
+    server.registerTool("pages_served", { description: "How many tools/list pages were served" }, () => {
+      return text(String(pages.served));
+    });
+  }
 
   if (flags.has("garbage")) garbage();
   await server.connect(new StdioServerTransport());
 }
 
 /** Replaces the SDK's tools/list handler with one that serves pages, to exercise client paging. */
-function paginate(server: McpServer, size: number): void {
+function paginate(server: McpServer, size: number): { served: number } {
+  const counter = { served: 0 };
   // deno-lint-ignore no-explicit-any
   const low = server.server as any;
   const original = low._requestHandlers.get("tools/list");
@@ -139,11 +145,13 @@ function paginate(server: McpServer, size: number): void {
     const all = await original({ ...request, params: {} }, ctx);
     const start = Number(request.params?.cursor ?? 0);
     const next = start + size;
+    counter.served++;
     return {
       tools: all.tools.slice(start, next),
       ...(next < all.tools.length ? { nextCursor: String(next) } : {}),
     };
   });
+  return counter;
 }
 
 if (flags.has("exit-at-start")) {

@@ -1,0 +1,17 @@
+"""The codemode sandbox runtime.
+
+Transport-free core (runs under CPython and Pyodide alike):
+  frames    JSON frame encoding with the size cap
+  values    decoding of binary values that cross the channel
+  rpc       calls into the host, awaited or blocking
+  tracebacks  tracebacks that show only the user's frames
+  executor  compile and run one cell in the persistent namespace
+  kernel    one session: namespace, proxies, API binding, frame handling
+  context   the kernel the `mcp` package talks to
+
+CPython process transport (threads, fds, signals; not available in Pyodide):
+  channel   frames over private copies of stdin/stdout
+  capture   fd 1 and 2 redirected into pipes and forwarded as output frames
+  watchdog  per-execution timeout that interrupts the main thread
+  process   the entry point the bootstrap calls: main(config, rest)
+"""

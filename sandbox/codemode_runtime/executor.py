@@ -1,0 +1,111 @@
+"""Runs one cell of user code in the persistent namespace, like a REPL: top-level await works and the
+value of a final expression is returned."""
+import ast
+import inspect
+import traceback
+
+from .tracebacks import SourceMap, format_exception
+
+FILENAME = "<run_python>"
+"""The filename user code gets in tracebacks."""
+
+_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+class Outcome:
+    """What running a cell produced: status "ok" with an optional value repr, or "error" with text."""
+
+    __slots__ = ("status", "value", "error", "exception")
+
+    def __init__(self, status, value=None, error=None, exception=None):
+        self.status = status
+        self.value = value
+        self.error = error
+        self.exception = exception
+
+    def __repr__(self):
+        return f"Outcome({self.status!r}, value={self.value!r}, error={self.error!r})"
+
+
+class Executor:
+    """Compiles and runs cells against one namespace; knows nothing about transports or timeouts."""
+
+    def __init__(self, namespace):
+        self.namespace = namespace
+        self.sources = SourceMap(FILENAME)
+
+    def compile(self, source):
+        """Splits a cell into code objects: [(code, is_final_expression)]; raises SyntaxError."""
+        tree = compile(source, FILENAME, "exec", _FLAGS | ast.PyCF_ONLY_AST, dont_inherit=True)
+        parts = []
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            head = ast.Module(body=tree.body[:-1], type_ignores=[])
+            if head.body:
+                parts.append((compile(head, FILENAME, "exec", _FLAGS, dont_inherit=True), False))
+            tail = ast.Expression(body=tree.body[-1].value)
+            parts.append((compile(tail, FILENAME, "eval", _FLAGS, dont_inherit=True), True))
+        else:
+            parts.append((compile(tree, FILENAME, "exec", _FLAGS, dont_inherit=True), False))
+        for code, _ in parts:
+            self.sources.add(code, source)
+        return parts
+
+    def run(self, source, drive):
+        """Runs a cell; `drive(coroutine)` runs awaitable parts to completion and returns their value."""
+        parts = self._compile_or_outcome(source)
+        if isinstance(parts, Outcome):
+            return parts
+        value = None
+        try:
+            for code, is_expression in parts:
+                result = eval(code, self.namespace)
+                if code.co_flags & inspect.CO_COROUTINE:
+                    result = drive(result)
+                if is_expression:
+                    value = result
+        except BaseException as exc:  # noqa: BLE001 - user code may raise anything, even SystemExit
+            return self.failure(exc)
+        return self.success(value)
+
+    async def run_async(self, source):
+        """Runs a cell inside an already running event loop (the Pyodide path)."""
+        parts = self._compile_or_outcome(source)
+        if isinstance(parts, Outcome):
+            return parts
+        value = None
+        try:
+            for code, is_expression in parts:
+                result = eval(code, self.namespace)
+                if code.co_flags & inspect.CO_COROUTINE:
+                    result = await result
+                if is_expression:
+                    value = result
+        except BaseException as exc:  # noqa: BLE001
+            return self.failure(exc)
+        return self.success(value)
+
+    def success(self, value):
+        """An ok outcome carrying repr(value), or an error outcome if repr() fails."""
+        if value is None:
+            return Outcome("ok")
+        try:
+            return Outcome("ok", value=repr(value))
+        except BaseException as exc:  # noqa: BLE001
+            return self.failure(exc)
+
+    def failure(self, exc):
+        """An error outcome whose text is the traceback of the user's frames."""
+        try:
+            text = format_exception(exc, self.sources)
+        except Exception:  # a hostile __str__ must not take the runtime down
+            text = f"{type(exc).__name__}: <exception could not be formatted>\n"
+        return Outcome("error", error=text, exception=exc)
+
+    def _compile_or_outcome(self, source):
+        try:
+            return self.compile(source)
+        except SyntaxError as exc:
+            text = "".join(traceback.format_exception_only(type(exc), exc))
+            return Outcome("error", error=text, exception=exc)
+        except (ValueError, OverflowError) as exc:  # e.g. null bytes on Python 3.11
+            return Outcome("error", error=f"SyntaxError: {exc}\n", exception=exc)

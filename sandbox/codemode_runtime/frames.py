@@ -1,0 +1,43 @@
+"""JSON frames: one object per line, capped in size."""
+import json
+
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+"""Largest frame either side accepts, newline included."""
+
+OUTPUT_CHUNK_BYTES = 64 * 1024
+"""Most user output bytes carried by one output frame."""
+
+
+def encode(frame):
+    """Serialises a frame to one line of UTF-8; raises ValueError when it is over the cap."""
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=_fallback)
+    # A lone surrogate can't be UTF-8 encoded; as a \uXXXX escape it is still valid JSON for the host.
+    data = text.encode("utf-8", "backslashreplace") + b"\n"
+    if len(data) > MAX_FRAME_BYTES:
+        kind = frame.get("type", "?") if isinstance(frame, dict) else "?"
+        raise ValueError(
+            f"Frame {kind!r} is {len(data)} bytes, over the {MAX_FRAME_BYTES} byte limit: "
+            "send less data per call"
+        )
+    return data
+
+
+def decode(line):
+    """Parses one frame; returns None for anything that is not a JSON object."""
+    try:
+        frame = json.loads(line)
+    except ValueError:
+        return None
+    return frame if isinstance(frame, dict) else None
+
+
+def _fallback(value):
+    if isinstance(value, (bytes, bytearray)):
+        import base64
+
+        return {"__codemode_bytes__": base64.b64encode(value).decode("ascii"),
+                "mime_type": getattr(value, "mime_type", "application/octet-stream")}
+    if isinstance(value, (set, frozenset)):
+        return list(value)
+    raise TypeError(f"Cannot send a value of type {type(value).__name__!r} to the host: "
+                    "pass JSON-compatible data (dict, list, str, int, float, bool, None, bytes)")

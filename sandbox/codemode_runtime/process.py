@@ -1,0 +1,100 @@
+"""The CPython sandbox process: what the bootstrap runs as `main(config, rest)`.
+
+Threads: main (runs user code, one execution at a time), frame reader (rpc_result settles waiters
+directly, execute is queued for main, shutdown/EOF exits), one pump per captured stream, watchdog.
+"""
+import asyncio
+import os
+import queue
+import sys
+
+from .capture import Capture
+from .channel import Channel
+from .executor import Outcome
+from .kernel import Kernel
+from .watchdog import Watchdog
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class Process:
+    """Wires the kernel to fds, threads and signals."""
+
+    def __init__(self, config, rest=b""):
+        self.channel = Channel.from_stdio(rest)
+        self.kernel = Kernel(config, self.channel.send)
+        self.capture = Capture(self.channel.send, self.kernel.config["max_output"])
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        self.watchdog = Watchdog(self.loop)
+        self.inbox = queue.SimpleQueue()
+
+    def serve(self):
+        """Announces readiness, then runs executions until shutdown or EOF."""
+        self.channel.send({"type": "ready", "python": sys.version.split()[0]})
+        self.channel.serve(self._on_frame, self._on_close)
+        while True:
+            self.execute(self.inbox.get())
+
+    def execute(self, frame):
+        """Runs one execute frame and sends its done frame after all of its output."""
+        execution_id = frame.get("id")
+        timeout = _seconds(frame.get("timeout"))
+        self.capture.begin(execution_id)
+        asyncio.set_event_loop(self.loop)  # user code may have run asyncio.run(), which unsets it
+        try:
+            try:
+                self.watchdog.arm(timeout)
+                outcome = self.kernel.run(frame.get("code") or "", self._drive)
+            finally:
+                self.watchdog.disarm()
+        except KeyboardInterrupt as exc:  # the interrupt landed just after the user's code returned
+            outcome = Outcome("error", error="KeyboardInterrupt\n", exception=exc)
+        dropped = self.capture.finish()
+        timed_out = timeout if self.watchdog.fired else None
+        self.channel.send(self.kernel.done_frame(execution_id, outcome, timed_out_after=timed_out, dropped=dropped))
+
+    def _drive(self, coroutine):
+        task = self.loop.create_task(coroutine)
+        self.watchdog.task = task
+        try:
+            return self.loop.run_until_complete(task)
+        except BaseException:
+            if not task.done():
+                task.cancel()
+                try:
+                    self.loop.run_until_complete(asyncio.wait([task], timeout=1.0))
+                except BaseException:
+                    pass
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved, so asyncio doesn't log it again
+            raise
+        finally:
+            self.watchdog.task = None
+
+    def _on_frame(self, frame):
+        kind = frame.get("type")
+        if kind == "execute":
+            self.inbox.put(frame)
+        elif kind == "shutdown":
+            self._on_close()
+        else:
+            self.kernel.handle(frame)
+
+    def _on_close(self):
+        # The host is gone or asked us to stop: nothing left to report to, so leave at once, even
+        # mid-execution and with user threads still running.
+        os._exit(0)
+
+
+def main(config, rest=b""):
+    """Entry point called by the bootstrap."""
+    Process(config, rest).serve()
+
+
+def _seconds(value):
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return DEFAULT_TIMEOUT
+    return seconds if seconds > 0 else DEFAULT_TIMEOUT

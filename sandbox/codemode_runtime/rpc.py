@@ -1,0 +1,99 @@
+"""Calls into the host: `rpc` frames out, `rpc_result` frames back, many in flight at once."""
+import asyncio
+import builtins
+import itertools
+import threading
+
+from .values import decode_value
+
+
+class ToolError(Exception):
+    """A tool reported an error (isError), or the host could not run it; carries the server's message."""
+
+    def __init__(self, message, *, server=None, tool=None):
+        super().__init__(message)
+        self.message = message
+        self.server = server
+        self.tool = tool
+
+
+ToolError.__module__ = "mcp"
+
+
+class RpcClient:
+    """Sends rpc frames through `send(frame)` and settles waiters when `resolve(frame)` gets the answer.
+
+    `resolve` may run on any thread. Blocking calls wait with `block(event)`; a transport without threads
+    passes one that fails unless the host answered while `send` was still running.
+    """
+
+    def __init__(self, send, block=None):
+        self._send = send
+        self._block = block or threading.Event.wait
+        self._pending = {}
+        self._ids = itertools.count(1)
+
+    async def call(self, method, params):
+        """Awaits the host's answer to `method(params)`; raises what the host reported."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        rid = next(self._ids)
+        self._pending[rid] = lambda frame: loop.call_soon_threadsafe(_settle, future, frame)
+        try:
+            self._send({"type": "rpc", "id": rid, "method": method, "params": params})
+            frame = await future
+        finally:
+            self._pending.pop(rid, None)
+        return result_of(frame)
+
+    def call_sync(self, method, params):
+        """Blocks the calling thread until the host answers `method(params)`."""
+        event = threading.Event()
+        answer = []
+        rid = next(self._ids)
+        self._pending[rid] = lambda frame: (answer.append(frame), event.set())
+        try:
+            self._send({"type": "rpc", "id": rid, "method": method, "params": params})
+            if not event.is_set():
+                self._block(event)
+        finally:
+            self._pending.pop(rid, None)
+        return result_of(answer[0])
+
+    def resolve(self, frame):
+        """Hands an rpc_result frame to whoever waits for it; unknown or late ids are ignored."""
+        waiter = self._pending.pop(frame.get("id"), None)
+        if waiter is not None:
+            waiter(frame)
+
+    def pending(self):
+        """How many calls are waiting for an answer."""
+        return len(self._pending)
+
+
+def _settle(future, frame):
+    if not future.done():
+        future.set_result(frame)
+
+
+def result_of(frame):
+    """The decoded value of an rpc_result frame, or the matching exception raised."""
+    if frame.get("ok"):
+        return decode_value(frame.get("value"))
+    raise error_from(frame.get("error"))
+
+
+def error_from(error):
+    """Builds the exception for a host error {type, message}: ToolError, a built-in, or RuntimeError."""
+    error = error if isinstance(error, dict) else {}
+    kind = str(error.get("type") or "RuntimeError")
+    message = str(error.get("message") or kind)
+    if kind == "ToolError":
+        return ToolError(message)
+    cls = getattr(builtins, kind, None)
+    if isinstance(cls, type) and issubclass(cls, Exception) and cls is not Exception:
+        try:
+            return cls(message)
+        except Exception:
+            pass
+    return RuntimeError(message if kind in ("Error", "RuntimeError") else f"{kind}: {message}")

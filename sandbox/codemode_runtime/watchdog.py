@@ -1,0 +1,79 @@
+"""Per-execution timeout for the CPython transport.
+
+When an execution overruns, the watchdog thread cancels the running asyncio task (if any) and sends
+SIGINT to the main thread, so blocking sleeps and reads break too; it repeats SIGINT every second
+until the execution ends. The SIGINT handler raises KeyboardInterrupt only while an overrun execution
+is armed, so a late signal can never hit the runtime between executions.
+"""
+import signal
+import threading
+import time
+
+_CANCEL_GRACE = 0.1  # seconds a cancelled task gets before SIGINT follows
+_REPEAT = 1.0
+
+
+class Watchdog:
+    """Arms a deadline around each execution; must be created on the main thread."""
+
+    def __init__(self, loop):
+        self._loop = loop
+        self._main = threading.main_thread().ident
+        self._cond = threading.Condition()
+        self._armed = False
+        self._fired = False
+        self._next = None
+        self.task = None
+        """The asyncio task of the current execution, set by whoever drives it."""
+        signal.signal(signal.SIGINT, self._on_sigint)
+        threading.Thread(target=self._watch, name="codemode-watchdog", daemon=True).start()
+
+    def arm(self, seconds):
+        """Starts the clock for one execution."""
+        signal.signal(signal.SIGINT, self._on_sigint)  # user code may have replaced it
+        with self._cond:
+            self._fired = False
+            self.task = None
+            self._next = time.monotonic() + seconds
+            self._armed = True
+            self._cond.notify()
+
+    def disarm(self):
+        """Stops the clock; returns True when the deadline passed and the execution was interrupted."""
+        self._armed = False  # first, so a signal handled from here on is ignored
+        with self._cond:
+            self._next = None
+            self._cond.notify()
+        return self._fired
+
+    @property
+    def fired(self):
+        """Whether the current (or last) execution ran past its deadline."""
+        return self._fired
+
+    def _on_sigint(self, signum, frame):
+        if self._armed and self._fired:
+            raise KeyboardInterrupt
+
+    def _watch(self):
+        with self._cond:
+            while True:
+                if not self._armed or self._next is None:
+                    self._cond.wait()
+                    continue
+                delay = self._next - time.monotonic()
+                if delay > 0:
+                    self._cond.wait(delay)
+                    continue
+                task = self.task
+                if not self._fired and task is not None and not task.done():
+                    self._fired = True
+                    try:
+                        self._loop.call_soon_threadsafe(task.cancel)
+                    except RuntimeError:  # loop closed by user code; SIGINT still follows
+                        pass
+                    self._next = time.monotonic() + _CANCEL_GRACE
+                    continue
+                self._fired = True
+                signal.pthread_kill(self._main, signal.SIGINT)
+                self._next = time.monotonic() + _REPEAT

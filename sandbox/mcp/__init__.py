@@ -1,0 +1,14 @@
+"""The codemode in-sandbox API.
+
+    from mcp import runtime          # discovery helpers, call_tool, capability_summary
+    from mcp import ToolError        # raised when a tool reports an error
+    from mcp.servers.<alias> import <tool>
+
+Every configured server is also a global `mcp_<alias>` and an entry in `mcp_servers[name]`.
+"""
+from codemode_runtime.rpc import ToolError
+from codemode_runtime.values import MimeBytes
+
+from . import runtime, servers
+
+__all__ = ["MimeBytes", "ToolError", "runtime", "servers"]

@@ -1,0 +1,202 @@
+"""Proxies: `mcp_<alias>.<tool>(**kwargs)` awaits a tool call on the host."""
+import asyncio
+import re
+
+from codemode_runtime import context
+from codemode_runtime.rpc import ToolError
+
+from . import _schema
+
+_registry = {}  # server name -> ServerProxy
+
+
+def alias_of(name):
+    """The Python identifier for a server or tool name: non-identifier characters become "_"."""
+    alias = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if alias[:1].isdigit():
+        alias = "_" + alias
+    return alias or "_"
+
+
+def build(servers):
+    """Creates (or reuses) one proxy per configured server; returns {name: proxy}."""
+    for server in servers:
+        if server["name"] not in _registry:
+            _registry[server["name"]] = ServerProxy(server["name"], server["alias"])
+    return dict(_registry)
+
+
+def proxy_for(server):
+    """The proxy for a configured server name or alias, or None."""
+    if server in _registry:
+        return _registry[server]
+    return next((p for p in _registry.values() if p._ServerProxy__state.alias == server), None)
+
+
+def server_name(server):
+    """Accepts a server name or its alias and returns the name the host knows."""
+    proxy = proxy_for(server)
+    return proxy._ServerProxy__state.name if proxy else server
+
+
+async def call_tool(server, tool, arguments=None, raw=False):
+    """Awaits one tool call on the host; a tool error raises ToolError naming the server and tool."""
+    params = {"server": server_name(server), "tool": tool, "arguments": dict(arguments or {}), "raw": bool(raw)}
+    try:
+        return await context.current().rpc.call("call_tool", params)
+    except ToolError as error:
+        error.server, error.tool = params["server"], tool
+        raise
+
+
+def normalise_tools(value):
+    """Tool entries from a list_tools answer, each with its name and alias."""
+    items = value.get("tools") if isinstance(value, dict) else value
+    tools = []
+    for item in items if isinstance(items, (list, tuple)) else ():
+        if isinstance(item, str):
+            item = {"name": item}
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            tools.append({**item, "alias": alias_of(item["name"])})
+    return tools
+
+
+class _State:
+    def __init__(self, name, alias):
+        self.name = name
+        self.alias = alias
+        self.tools = None  # cached normalised list_tools answer
+        self.by_alias = {}
+        self.fetch = None  # in-flight list_tools task, shared by concurrent callers
+        self.proxies = {}
+        self.docs = {}
+
+    def remember_task(self, task):
+        if not task.cancelled() and task.exception() is None:
+            self.remember(task.result())
+
+    def remember(self, value):
+        self.tools = normalise_tools(value)
+        self.by_alias = {tool["alias"]: tool["name"] for tool in self.tools}
+        self.by_alias.update({tool["name"]: tool["name"] for tool in self.tools})
+
+
+class ServerProxy:
+    """One MCP server. Attributes are its tools (by alias); dir() lists them."""
+
+    def __init__(self, name, alias):
+        self.__state = _State(name, alias)
+
+    def __getattr__(self, attribute):
+        if (attribute.startswith("__") and attribute.endswith("__")) or attribute.startswith("_ServerProxy__"):
+            raise AttributeError(attribute)
+        state = self.__state
+        proxy = state.proxies.get(attribute)
+        if proxy is None:
+            proxy = state.proxies[attribute] = ToolProxy(self, attribute)
+        return proxy
+
+    def __dir__(self):
+        return sorted(tool["alias"] for tool in self._tools_sync())
+
+    def __repr__(self):
+        state = self.__state
+        return f"<MCP server {state.name!r} as mcp_{state.alias}: dir() lists its tools, help() documents one>"
+
+    def _tools_sync(self, refresh=False):
+        state = self.__state
+        if state.tools is None or refresh:
+            state.remember(context.current().rpc.call_sync("list_tools", {"server": state.name}))
+        return state.tools
+
+    async def _tools(self, refresh=False):
+        state = self.__state
+        if state.tools is not None and not refresh:
+            return state.tools
+        loop = asyncio.get_running_loop()
+        if state.fetch is None or state.fetch.done() or state.fetch.get_loop() is not loop:
+            state.fetch = loop.create_task(context.current().rpc.call("list_tools", {"server": state.name}))
+            state.fetch.add_done_callback(state.remember_task)
+        await asyncio.shield(state.fetch)
+        return state.tools
+
+    async def _tool_name(self, alias):
+        # A name without "_" has no characters to map back, so it can only be itself.
+        state = self.__state
+        if "_" not in alias or alias in state.by_alias:
+            return state.by_alias.get(alias, alias)
+        await self._tools(refresh=state.tools is not None)
+        return state.by_alias.get(alias, alias)
+
+    def _tool_name_sync(self, alias):
+        state = self.__state
+        if "_" not in alias or alias in state.by_alias:
+            return state.by_alias.get(alias, alias)
+        self._tools_sync(refresh=state.tools is not None)
+        return state.by_alias.get(alias, alias)
+
+    async def _call(self, alias, arguments):
+        raw = arguments.pop("raw", False)
+        name = await self._tool_name(alias)
+        return await call_tool(self.__state.name, name, arguments, raw)
+
+    def _docs(self, alias):
+        """(help text, signature) for a tool, fetched once with query_tool_docs(detail="full")."""
+        import inspect
+
+        state = self.__state
+        if alias not in state.docs:
+            usage = f"Usage: result = await mcp_{state.alias}.{alias}(...); raw=True returns the whole MCP result."
+            try:
+                name = self._tool_name_sync(alias)
+                answer = context.current().rpc.call_sync(
+                    "query_tool_docs", {"server": state.name, "tool": name, "detail": "full"}
+                )
+                doc = _pick(answer, name)
+                schema = next((doc[k] for k in ("inputSchema", "input_schema", "parameters", "schema") if k in doc), {})
+                description = str(doc.get("description") or "")
+                state.docs[alias] = (_schema.describe(description, schema) + "\n\n" + usage, _schema.signature(schema))
+            except Exception as error:  # help() must not blow up on a missing tool or a dead server
+                text = f"No documentation for tool {alias!r} on server {state.name!r}: {error}\n\n{usage}"
+                return text, inspect.Signature([inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD)])
+        return state.docs[alias]
+
+
+class ToolProxy:
+    """One tool: call it with keyword arguments and await the result; help() shows its schema."""
+
+    def __init__(self, server, alias):
+        self.__server = server
+        self.__name__ = alias
+        self.__qualname__ = f"mcp_{server._ServerProxy__state.alias}.{alias}"
+        self.__module__ = f"mcp.servers.{server._ServerProxy__state.alias}"
+
+    def __call__(self, *args, **kwargs):
+        if args:
+            raise TypeError(f"Tool {self.__qualname__!r} takes keyword arguments only: call it as "
+                            f"await {self.__qualname__}(name=value, ...)")
+        return self.__server._call(self.__name__, kwargs)
+
+    def __get__(self, instance, owner=None):
+        # Makes inspect/pydoc treat the proxy as a routine, so help() shows its signature and doc.
+        return self
+
+    @property
+    def __doc__(self):
+        return self.__server._docs(self.__name__)[0]
+
+    @property
+    def __signature__(self):
+        return self.__server._docs(self.__name__)[1]
+
+    def __repr__(self):
+        return f"<MCP tool {self.__qualname__}: await it with keyword arguments; help() documents it>"
+
+
+def _pick(answer, name):
+    if isinstance(answer, dict) and isinstance(answer.get("tools"), list):
+        answer = answer["tools"]
+    if isinstance(answer, list):
+        named = [d for d in answer if isinstance(d, dict) and name in (d.get("name"), d.get("tool"))]
+        answer = named[0] if named else (answer[0] if answer else {})
+    return answer if isinstance(answer, dict) else {"description": str(answer)}

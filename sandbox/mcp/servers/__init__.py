@@ -1,0 +1,35 @@
+"""`from mcp.servers.<alias> import <tool>` (or `*`): one module per configured server, filled lazily."""
+import sys
+import types
+from importlib.machinery import ModuleSpec
+
+_PROXY = "__codemode_server__"
+
+
+class ServerModule(types.ModuleType):
+    """mcp.servers.<alias>: its attributes are the server's tools; __all__ lists them (via list_tools)."""
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("__"):
+            raise AttributeError(f"module {self.__name__!r} has no attribute {attribute!r}")
+        return getattr(self.__dict__[_PROXY], attribute)
+
+    @property
+    def __all__(self):
+        return dir(self.__dict__[_PROXY])
+
+    def __dir__(self):
+        return sorted(set(self.__dict__) | set(self.__all__))
+
+
+def register(servers, proxies):
+    """Makes mcp.servers.<alias> importable for every configured server."""
+    package = sys.modules[__name__]
+    for server in servers:
+        name = f"{__name__}.{server['alias']}"
+        module = ServerModule(name, f"Tools of MCP server {server['name']!r}")
+        module.__dict__[_PROXY] = proxies[server["name"]]
+        module.__spec__ = ModuleSpec(name, None)
+        module.__package__ = __name__
+        sys.modules[name] = module
+        setattr(package, server["alias"], module)

@@ -1,0 +1,67 @@
+/**
+ * The sandbox's Python, embedded as text: the host starts `python3 -I -c <bootstrap>` and sends every
+ * runtime module in the first stdin frame, so no host directory is mounted and any image with python3
+ * works. Text imports keep the sources inside a compiled binary (Deno and Bun both support them).
+ * @module
+ */
+import type { BootstrapConfig, HostFrame } from "../core/protocol.ts";
+import bootstrap from "./bootstrap.py" with { type: "text" };
+import runtimeInit from "./codemode_runtime/__init__.py" with { type: "text" };
+import capture from "./codemode_runtime/capture.py" with { type: "text" };
+import channel from "./codemode_runtime/channel.py" with { type: "text" };
+import context from "./codemode_runtime/context.py" with { type: "text" };
+import executor from "./codemode_runtime/executor.py" with { type: "text" };
+import frames from "./codemode_runtime/frames.py" with { type: "text" };
+import kernel from "./codemode_runtime/kernel.py" with { type: "text" };
+import output from "./codemode_runtime/output.py" with { type: "text" };
+import processMain from "./codemode_runtime/process.py" with { type: "text" };
+import rpc from "./codemode_runtime/rpc.py" with { type: "text" };
+import tracebacks from "./codemode_runtime/tracebacks.py" with { type: "text" };
+import values from "./codemode_runtime/values.py" with { type: "text" };
+import watchdog from "./codemode_runtime/watchdog.py" with { type: "text" };
+import mcpInit from "./mcp/__init__.py" with { type: "text" };
+import mcpProxy from "./mcp/_proxy.py" with { type: "text" };
+import mcpSchema from "./mcp/_schema.py" with { type: "text" };
+import mcpRuntime from "./mcp/runtime.py" with { type: "text" };
+import mcpServers from "./mcp/servers/__init__.py" with { type: "text" };
+
+/** Source of the bootstrap program, for `python3 -I -c` (or for a Pyodide host to run itself). */
+export const BOOTSTRAP_SOURCE: string = bootstrap;
+
+/** Every sandbox module by dotted name. */
+export const MODULES: Readonly<Record<string, string>> = Object.freeze({
+  "codemode_runtime": runtimeInit,
+  "codemode_runtime.capture": capture,
+  "codemode_runtime.channel": channel,
+  "codemode_runtime.context": context,
+  "codemode_runtime.executor": executor,
+  "codemode_runtime.frames": frames,
+  "codemode_runtime.kernel": kernel,
+  "codemode_runtime.output": output,
+  "codemode_runtime.process": processMain,
+  "codemode_runtime.rpc": rpc,
+  "codemode_runtime.tracebacks": tracebacks,
+  "codemode_runtime.values": values,
+  "codemode_runtime.watchdog": watchdog,
+  "mcp": mcpInit,
+  "mcp._proxy": mcpProxy,
+  "mcp._schema": mcpSchema,
+  "mcp.runtime": mcpRuntime,
+  "mcp.servers": mcpServers,
+});
+
+/** The modules in MODULES that are packages. */
+export const PACKAGES: readonly string[] = Object.freeze(["codemode_runtime", "mcp", "mcp.servers"]);
+
+/** The module whose `main(config, rest)` runs the CPython sandbox process. */
+export const MAIN_MODULE = "codemode_runtime.process";
+
+/** The command that starts the sandbox process; its first stdin line must be `bootstrapFrame()`. */
+export function bootstrapCommand(python = "python3"): string[] {
+  return [python, "-I", "-c", BOOTSTRAP_SOURCE];
+}
+
+/** The first frame the host writes: every module, and the config the runtime starts with. */
+export function bootstrapFrame(config: BootstrapConfig): HostFrame {
+  return { type: "bootstrap", modules: { ...MODULES }, packages: [...PACKAGES], main: MAIN_MODULE, config };
+}

@@ -1,0 +1,479 @@
+/**
+ * Unit tests of the sandbox's Python logic, run with the host's own python3 (no container, no
+ * isolation): the test plays the host and speaks frames to the runtime over stdin/stdout.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import {
+  BOOTSTRAP_SOURCE,
+  bootstrapCommand,
+  bootstrapFrame,
+  MODULES,
+  PACKAGES,
+} from "../../sandbox/source.ts";
+import { LocalPython, type RpcAnswer, type RpcFrame, TEST_CONFIG, withPython } from "./_local_python.ts";
+
+const echo = (rpc: RpcFrame): RpcAnswer => {
+  if (rpc.method !== "call_tool") {
+    return { error: { type: "RuntimeError", message: `Unexpected ${rpc.method}` } };
+  }
+  return { value: { tool: rpc.params.tool, arguments: rpc.params.arguments, raw: rpc.params.raw } };
+};
+
+const tools = [
+  { name: "echo", description: "Echoes back the input" },
+  { name: "get-file", description: "Reads a file" },
+  { name: "read_file", description: "Reads another file" },
+];
+
+const docs = {
+  name: "echo",
+  description: "Echoes back the input message.",
+  inputSchema: {
+    type: "object",
+    properties: {
+      message: { type: "string", description: "What to echo" },
+      times: { type: "integer", default: 1 },
+      tags: { type: "array", items: { type: "string" } },
+    },
+    required: ["message"],
+  },
+};
+
+const host = (rpc: RpcFrame): RpcAnswer => {
+  if (rpc.method === "list_tools") return { value: tools };
+  if (rpc.method === "query_tool_docs") return { value: docs };
+  return echo(rpc);
+};
+
+Deno.test("bootstrapCommand() runs python3 isolated with the bootstrap source", () => {
+  assert.deepEqual(bootstrapCommand(), ["python3", "-I", "-c", BOOTSTRAP_SOURCE]);
+  assert.equal(bootstrapCommand("/usr/bin/python3.11")[0], "/usr/bin/python3.11");
+  assert.ok(BOOTSTRAP_SOURCE.length < 4000, `bootstrap is ${BOOTSTRAP_SOURCE.length} chars`);
+});
+
+Deno.test("bootstrapFrame() carries every module, the packages and the config", () => {
+  const frame = bootstrapFrame(TEST_CONFIG);
+  assert.equal(frame.type, "bootstrap");
+  if (frame.type !== "bootstrap") return;
+  assert.deepEqual(Object.keys(frame.modules).sort(), Object.keys(MODULES).sort());
+  assert.deepEqual(frame.packages, [...PACKAGES]);
+  assert.equal(frame.main, "codemode_runtime.process");
+  assert.deepEqual(frame.config, TEST_CONFIG);
+  for (const name of ["mcp", "mcp.runtime", "mcp.servers", "codemode_runtime.kernel"]) {
+    assert.ok(name in frame.modules);
+  }
+});
+
+Deno.test("the runtime says ready with its Python version, prints and keeps globals", async () => {
+  const python = LocalPython.start();
+  try {
+    const ready = await python.next();
+    assert.equal(ready.type, "ready");
+    assert.match(ready.type === "ready" ? ready.python ?? "" : "", /^3\.\d+\.\d+/);
+    const printed = await python.execute("print('hello')\nx = 41");
+    assert.equal(printed.stdout, "hello\n");
+    assert.deepEqual(printed.done, { type: "done", id: printed.done.id, status: "ok" });
+    assert.equal(printed.outputs[0].id, printed.done.id);
+    const value = await python.execute("x + 1");
+    assert.equal(value.done.value, "42");
+    assert.equal((await python.execute("None")).done.value, undefined);
+    assert.equal((await python.execute("'a' * 3")).done.value, "'aaa'");
+    assert.equal(
+      (await python.execute("import sys; __name__, sys.modules['__main__'].x")).done.value,
+      "('__main__', 41)",
+    );
+  } finally {
+    await python.close();
+  }
+});
+
+Deno.test("an execute frame sent together with the bootstrap frame is not lost", async () => {
+  const execute = JSON.stringify({ type: "execute", id: "early", code: "1 + 1", timeout: 5 }) + "\n";
+  const python = LocalPython.start(TEST_CONFIG, execute);
+  try {
+    assert.equal((await python.next()).type, "ready");
+    const done = await python.next();
+    assert.deepEqual(done, { type: "done", id: "early", status: "ok", value: "2" });
+  } finally {
+    await python.close();
+  }
+});
+
+Deno.test("top-level await works and the event loop persists across executes", async () => {
+  await withPython(async (python) => {
+    await python.execute("import asyncio\nasync def f(x):\n    await asyncio.sleep(0.01)\n    return x * 2");
+    assert.equal((await python.execute("await f(21)")).done.value, "42");
+    await python.execute("task = asyncio.get_event_loop().create_task(f(5))");
+    assert.equal((await python.execute("await task")).done.value, "10");
+    const run = await python.execute("asyncio.run(f(1))");
+    assert.equal(run.done.value, "2", "asyncio.run works in a cell without top-level await");
+    assert.equal((await python.execute("await f(3)")).done.value, "6");
+  });
+});
+
+Deno.test("tracebacks show only the user's frames with the right lines, even across cells", async () => {
+  await withPython(async (python) => {
+    await python.execute("def inner():\n    return 1 / 0\n");
+    const { done } = await python.execute("x = 1\ninner()");
+    assert.equal(done.status, "error");
+    assert.equal(
+      done.error,
+      'Traceback (most recent call last):\n  File "<run_python>", line 2, in <module>\n    inner()\n' +
+        '  File "<run_python>", line 2, in inner\n    return 1 / 0\nZeroDivisionError: division by zero\n',
+    );
+    const tool = await python.execute("await mcp_my_server.echo(message='x')", {
+      answer: () => ({ error: { type: "ToolError", message: "boom" } }),
+    });
+    assert.doesNotMatch(tool.done.error ?? "", /codemode/);
+    assert.match(tool.done.error ?? "", /^Traceback[^]*line 1, in <module>\n[^]*mcp\.ToolError: boom\n$/);
+    const stdlib = await python.execute("import json\njson.loads('{')");
+    assert.match(stdlib.done.error ?? "", /json\/decoder\.py/, "library frames the user called stay");
+  });
+});
+
+Deno.test("a SyntaxError is reported cleanly without a runtime traceback", async () => {
+  await withPython(async (python) => {
+    const { done } = await python.execute("x = 1\ny = (");
+    assert.equal(done.status, "error");
+    assert.match(
+      done.error ?? "",
+      /^ {2}File "<run_python>", line 2\n[^]*SyntaxError: '\(' was never closed\n$/,
+    );
+    assert.equal((await python.execute("x = 1\nx")).done.value, "1");
+  });
+});
+
+Deno.test("output of os.system, os.write and stderr is captured and sent before done", async () => {
+  await withPython(async (python) => {
+    const run = await python.execute(
+      "import os, sys\nos.system('echo hi')\nos.write(1, b'raw\\n')\nprint('err', file=sys.stderr)\nsys.stdout.write('tail')",
+    );
+    assert.equal(run.stdout, "hi\nraw\ntail");
+    assert.equal(run.stderr, "err\n");
+  });
+});
+
+Deno.test("binary output is decoded with replacement characters and does not break frames", async () => {
+  await withPython(async (python) => {
+    const run = await python.execute("import os\nos.write(1, bytes(range(256)))");
+    assert.equal(run.done.value, "256");
+    assert.equal(
+      run.stdout.slice(0, 128),
+      Array.from({ length: 128 }, (_, i) => String.fromCharCode(i)).join(""),
+    );
+    assert.equal(run.stdout.slice(128), "\ufffd".repeat(128));
+    const split = await python.execute("os.write(1, 'é'.encode()[:1])\nos.write(1, b'!')");
+    assert.equal(split.stdout, "\ufffd!");
+  });
+});
+
+Deno.test("output past max_output is dropped and counted per stream", async () => {
+  await withPython(async (python) => {
+    const run = await python.execute("import sys\nprint('a' * 1500)\nprint('b' * 10, file=sys.stderr)");
+    assert.equal(run.stdout, "a".repeat(1000));
+    assert.equal(run.stderr, "b".repeat(10) + "\n");
+    assert.deepEqual(run.done.dropped, { stdout: 501, stderr: 0 });
+    const next = await python.execute("print('c' * 999)");
+    assert.equal(next.stdout, "c".repeat(999) + "\n", "the cap is per execution");
+    assert.equal(next.done.dropped, undefined);
+  }, { ...TEST_CONFIG, max_output: 1000 });
+});
+
+Deno.test("10 MB written without a newline arrives in 64 KiB frames and the session goes on", async () => {
+  await withPython(async (python) => {
+    const run = await python.execute("import sys\nsys.stdout.write('x' * 10_000_000)", { timeout: 60 });
+    assert.equal(run.done.status, "ok");
+    assert.equal(run.stdout.length, 10_000_000);
+    assert.ok(run.outputs.every((frame) => frame.data.length <= 64 * 1024));
+    assert.equal((await python.execute("print('after')")).stdout, "after\n");
+  }, { ...TEST_CONFIG, max_output: 16 * 1024 * 1024 });
+});
+
+Deno.test("closing fds 0 and 1 in user code does not break the next execute", async () => {
+  await withPython(async (python) => {
+    assert.equal((await python.execute("import os\nos.close(0)")).done.status, "ok");
+    assert.equal((await python.execute("print('still here')")).stdout, "still here\n");
+    await python.execute("os.close(1)");
+    assert.equal((await python.execute("print('restored')")).stdout, "restored\n");
+    const input = await python.execute("input()");
+    assert.match(input.done.error ?? "", /EOFError/, "stdin reads as empty, never the protocol");
+  });
+});
+
+Deno.test("a busy loop and a blocking sleep time out and the session stays usable", async () => {
+  await withPython(async (python) => {
+    await python.execute("kept = 'yes'");
+    for (
+      const code of [
+        "while True: pass",
+        "import time\ntime.sleep(100)",
+        "import asyncio\nawait asyncio.sleep(100)",
+      ]
+    ) {
+      const started = performance.now();
+      const { done } = await python.execute(code, { timeout: 0.5 });
+      const elapsed = performance.now() - started;
+      assert.equal(done.status, "timeout", code);
+      assert.match(done.error ?? "", /^Timed out after 0\.5s/);
+      assert.ok(elapsed < 2500, `${code}: took ${elapsed} ms`);
+      assert.equal((await python.execute("kept")).done.value, "'yes'");
+    }
+    const busy = await python.execute("async def spin():\n    while True: pass\nawait spin()", {
+      timeout: 0.5,
+    });
+    assert.equal(busy.done.status, "timeout");
+    assert.match(busy.done.error ?? "", /line 2, in spin/);
+    assert.equal((await python.execute("1 + 1")).done.value, "2");
+  });
+});
+
+Deno.test("a tool call round trip goes through the host, with aliases mapped back to tool names", async () => {
+  await withPython(async (python) => {
+    const run = await python.execute("await mcp_my_server.echo(message='hi')", { answer: host });
+    assert.equal(run.rpcs.length, 1);
+    assert.deepEqual(run.rpcs[0].params, {
+      server: "my-server",
+      tool: "echo",
+      arguments: { message: "hi" },
+      raw: false,
+    });
+    assert.equal(run.done.value, "{'tool': 'echo', 'arguments': {'message': 'hi'}, 'raw': False}");
+    const aliased = await python.execute("await mcp_servers['my-server'].get_file(path='/x', raw=True)", {
+      answer: host,
+    });
+    assert.deepEqual(aliased.rpcs.map((rpc) => rpc.method), ["list_tools", "call_tool"]);
+    assert.deepEqual(aliased.rpcs[1].params, {
+      server: "my-server",
+      tool: "get-file",
+      arguments: { path: "/x" },
+      raw: true,
+    });
+    const exact = await python.execute("await mcp_my_server.read_file(path='/y')", { answer: host });
+    assert.deepEqual(exact.rpcs.map((rpc) => rpc.params.tool), ["read_file"], "the tool list is cached");
+    const helper = await python.execute(
+      "from mcp import runtime\nawait runtime.call_tool('my_server', 'get_file', {'path': '/z'})",
+      { answer: host },
+    );
+    assert.deepEqual(helper.rpcs[0].params, {
+      server: "my-server",
+      tool: "get-file",
+      arguments: { path: "/z" },
+      raw: false,
+    });
+  });
+});
+
+Deno.test("100 calls under asyncio.gather are all sent before any answer comes back", async () => {
+  await withPython(async (python) => {
+    python.send({
+      type: "execute",
+      id: "gather",
+      code:
+        "import asyncio\nr = await asyncio.gather(*[mcp_my_server.echo(message=str(i)) for i in range(100)])\n" +
+        "[x['arguments']['message'] for x in r] == [str(i) for i in range(100)]",
+      timeout: 20,
+    });
+    const rpcs: RpcFrame[] = [];
+    while (rpcs.length < 100) {
+      const frame = await python.next();
+      assert.equal(frame.type, "rpc", `frame ${rpcs.length} is ${JSON.stringify(frame)}`);
+      if (frame.type === "rpc") rpcs.push(frame);
+    }
+    assert.equal(new Set(rpcs.map((rpc) => rpc.id)).size, 100);
+    for (const rpc of rpcs.reverse()) python.answer(rpc, echo(rpc));
+    assert.deepEqual(await python.next(), { type: "done", id: "gather", status: "ok", value: "True" });
+  });
+});
+
+Deno.test("tool errors raise ToolError with the host's message; other errors raise their own type", async () => {
+  await withPython(async (python) => {
+    const caught = await python.execute(
+      "from mcp import ToolError as E\nassert E is ToolError\n" +
+        "try:\n    await mcp_my_server.echo(message='x')\nexcept ToolError as e:\n    r = (str(e), e.server, e.tool)\nr",
+      { answer: () => ({ error: { type: "ToolError", message: "Disk is full" } }) },
+    );
+    assert.equal(caught.done.value, "('Disk is full', 'my-server', 'echo')");
+    const other = await python.execute("await mcp_my_server.echo()", {
+      answer: () => ({ error: { type: "TimeoutError", message: "Tool call timed out" } }),
+    });
+    assert.match(other.done.error ?? "", /\nTimeoutError: Tool call timed out\n$/);
+    const unknown = await python.execute("await mcp_my_server.echo()", {
+      answer: () => ({ error: { type: "ServerGone", message: "It crashed" } }),
+    });
+    assert.match(unknown.done.error ?? "", /\nRuntimeError: ServerGone: It crashed\n$/);
+  });
+});
+
+Deno.test("binary markers anywhere in a result decode to bytes with a mime_type", async () => {
+  await withPython(async (python) => {
+    const run = await python.execute(
+      "r = await mcp_my_server.shot()\n" +
+        "(r['img'], r['img'].mime_type, isinstance(r['img'], bytes), r['all'][0][0], r['all'][0][0].mime_type)",
+      {
+        answer: () => ({
+          value: {
+            img: { __codemode_bytes__: "iVBORw==", mime_type: "image/png" },
+            all: [[{ __codemode_bytes__: "AAE=" }]],
+          },
+        }),
+      },
+    );
+    assert.equal(
+      run.done.value,
+      "(MimeBytes(<4 bytes>, mime_type='image/png'), 'image/png', True, " +
+        "MimeBytes(<2 bytes>, mime_type='application/octet-stream'), 'application/octet-stream')",
+    );
+    assert.equal((await python.execute("bytes(r['img'])")).done.value, String.raw`b'\x89PNG'`);
+  });
+});
+
+Deno.test("a frame over 16 MiB is refused with ValueError and the session survives", async () => {
+  await withPython(async (python) => {
+    const run = await python.execute("await mcp_my_server.echo(message='x' * 17_000_000)");
+    assert.equal(run.rpcs.length, 0);
+    assert.match(run.done.error ?? "", /ValueError: Frame 'rpc' is \d+ bytes, over the 16777216 byte limit/);
+    assert.equal((await python.execute("'ok'")).done.value, "'ok'");
+  });
+});
+
+Deno.test("help() shows a tool's description and a signature from its input schema", async () => {
+  await withPython(async (python) => {
+    const run = await python.execute("help(mcp_my_server.echo)", { answer: host });
+    assert.deepEqual(run.rpcs.map((rpc) => [rpc.method, rpc.params]), [
+      ["query_tool_docs", { server: "my-server", tool: "echo", detail: "full" }],
+    ]);
+    assert.match(
+      run.stdout,
+      /echo\(\*, message: str, tags: list\[str\] = None, times: int = 1\)|echo\(\*, message: str, times: int = 1, tags: list\[str\] = None\)/,
+    );
+    assert.match(run.stdout, /Echoes back the input message\./);
+    assert.match(run.stdout, /message \(string, required\): What to echo/);
+    const listed = await python.execute("dir(mcp_my_server)", { answer: host });
+    assert.equal(listed.done.value, "['echo', 'get_file', 'read_file']");
+  });
+});
+
+Deno.test("tools import from mcp.servers.<alias>, one by one or with *", async () => {
+  await withPython(async (python) => {
+    const one = await python.execute("from mcp.servers.my_server import echo\nawait echo(message='m')", {
+      answer: host,
+    });
+    assert.equal(one.done.value, "{'tool': 'echo', 'arguments': {'message': 'm'}, 'raw': False}");
+    const star = await python.execute(
+      "from mcp.servers.my_server import *\nget_file.__name__, read_file.__name__",
+      {
+        answer: host,
+      },
+    );
+    assert.equal(star.done.value, "('get_file', 'read_file')");
+    const missing = await python.execute("import mcp.servers.nope");
+    assert.match(missing.done.error ?? "", /ModuleNotFoundError: No module named 'mcp\.servers\.nope'/);
+  });
+});
+
+Deno.test("mcp.runtime helpers answer locally or through the documented rpc methods", async () => {
+  await withPython(async (python) => {
+    const local = await python.execute(
+      "from mcp import runtime\n(runtime.discovered_servers(), runtime.discovered_servers(detailed=True), " +
+        "'search_tool_docs' in runtime.capability_summary(), runtime.list_loaded_server_metadata())",
+    );
+    assert.equal(local.rpcs.length, 0);
+    assert.equal(
+      local.done.value,
+      "(('my-server',), ({'name': 'my-server', 'alias': 'my_server', 'description': 'A test server'},), True, " +
+        "({'name': 'my-server', 'alias': 'my_server', 'description': 'A test server'},))",
+    );
+    const code = [
+      "a = await runtime.list_servers()",
+      "b = runtime.list_servers_sync()",
+      "c = runtime.describe_server('my_server')",
+      "d = await runtime.list_tools('my-server')",
+      "e = runtime.list_tools_sync('my_server')",
+      "f = await runtime.query_tool_docs('my_server', tool='echo', detail='full')",
+      "g = runtime.query_tool_docs_sync('my_server')",
+      "h = await runtime.search_tool_docs('echo things', limit=3)",
+      "i = runtime.search_tool_docs_sync('echo')",
+      "'done'",
+    ].join("\n");
+    const remote = await python.execute(code, { answer: (rpc) => ({ value: rpc.method }) });
+    assert.equal(remote.done.value, "'done'");
+    assert.deepEqual(remote.rpcs.map((rpc) => [rpc.method, rpc.params]), [
+      ["list_servers", {}],
+      ["list_servers", {}],
+      ["describe_server", { name: "my-server" }],
+      ["list_tools", { server: "my-server" }],
+      ["list_tools", { server: "my-server" }],
+      ["query_tool_docs", { server: "my-server", tool: "echo", detail: "full" }],
+      ["query_tool_docs", { server: "my-server", detail: "summary" }],
+      ["search_tool_docs", { query: "echo things", limit: 3 }],
+      ["search_tool_docs", { query: "echo", limit: 5 }],
+    ]);
+    const bad = await python.execute("runtime.query_tool_docs_sync('my_server', detail='everything')");
+    assert.match(bad.done.error ?? "", /ValueError: Unknown detail 'everything': use 'summary' or 'full'/);
+  });
+});
+
+Deno.test("a shutdown frame and EOF on stdin both end the process promptly", async () => {
+  const python = await LocalPython.ready();
+  python.send({ type: "shutdown" });
+  assert.equal(await python.exited, 0);
+  python.child.stdin!.destroy();
+
+  const eof = await LocalPython.ready();
+  eof.send({ type: "execute", id: "sleepy", code: "import time\ntime.sleep(30)", timeout: 60 });
+  const started = performance.now();
+  eof.child.stdin!.end();
+  assert.equal(await eof.exited, 0);
+  assert.ok(performance.now() - started < 2000, "exits mid-execution");
+});
+
+Deno.test("the kernel runs without the process transport, as a Pyodide host would drive it", () => {
+  const script = `
+import asyncio, json, sys
+ns = {"__name__": "not_main"}
+exec(${JSON.stringify(BOOTSTRAP_SOURCE)}, ns)
+ns["install"](json.loads(sys.argv[1]), ["codemode_runtime", "mcp", "mcp.servers"])
+from codemode_runtime.kernel import Kernel
+from codemode_runtime.output import FrameWriter, OutputStream
+frames = []
+def block(event):
+    raise RuntimeError("no threads here")
+kernel = Kernel({"max_output": 5, "servers": [{"name": "s", "alias": "s"}]}, frames.append, block=block)
+out = OutputStream("stdout", frames.append, 5)
+real, sys.stdout = sys.stdout, FrameWriter(out)
+out.begin("p1")
+outcome = asyncio.run(kernel.run_async("print('hello world')\\nawait __import__('asyncio').sleep(0)\\n6 * 7"))
+frames.append(kernel.done_frame("p1", outcome, dropped={"stdout": out.finish(), "stderr": 0}))
+sys.stdout = real
+print(json.dumps(frames))
+`;
+  const modules = JSON.stringify(MODULES);
+  const result = spawnSync("python3", ["-I", "-c", script, modules], { encoding: "utf8" });
+  assert.equal(result.stderr, "");
+  assert.deepEqual(JSON.parse(result.stdout), [
+    { type: "output", id: "p1", stream: "stdout", data: "hello" },
+    { type: "done", id: "p1", status: "ok", value: "42", dropped: { stdout: 7, stderr: 0 } },
+  ]);
+});
+
+Deno.test("the Python side of a print(1) round trip costs well under a millisecond", async () => {
+  await withPython(async (python) => {
+    for (let i = 0; i < 20; i++) await python.execute("print(1)");
+    const samples: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const started = performance.now();
+      const run = await python.execute("print(1)");
+      samples.push(performance.now() - started);
+      assert.equal(run.stdout, "1\n");
+    }
+    samples.sort((a, b) => a - b);
+    const median = samples[100];
+    console.log(
+      `print(1) round trip over local pipes: median ${median.toFixed(3)} ms, p90 ${
+        samples[180].toFixed(3)
+      } ms`,
+    );
+    assert.ok(median < 5, `median ${median} ms`);
+  });
+});

@@ -1,0 +1,153 @@
+/**
+ * `codemode doctor [--json] [--quick]`: checks runtimes (with a real sandbox), the image, the state
+ * directory, config files, servers and settings, and prints one fix per problem. Exit code 1 when
+ * something is broken; warnings don't fail.
+ * @module
+ */
+import { createCodemode, defaultPlugins } from "../mod.ts";
+import { bootstrapCommand, bootstrapFrame } from "../sandbox/source.ts";
+import { checkSettings, type DoctorReport, runDoctor } from "../core/doctor_checks.ts";
+import type { RuntimeCheck } from "../core/doctor_runtime.ts";
+import { VERSION } from "./version.ts";
+import { type Colors, colors, formatMs, mark, printJson, table } from "./_render.ts";
+
+/** Flags of `codemode doctor`. */
+export interface DoctorOptions {
+  json?: boolean;
+  quick?: boolean;
+}
+
+/** Runs every check, prints the report, and returns the exit code (1 when something is broken). */
+export async function doctor(options: DoctorOptions = {}): Promise<number> {
+  const env = process.env;
+  // Bad settings are findings, not a crash: the app runs on the valid ones (defaults for the rest).
+  const { settings } = checkSettings(env);
+  const plugins = defaultPlugins();
+  // Discovery problems are in the report; logging them too would print each one twice.
+  const app = await createCodemode({
+    settings: env.CODEMODE_LOG_LEVEL || env.MCP_BRIDGE_LOG_LEVEL
+      ? settings
+      : { ...settings, logLevel: "error" },
+    plugins,
+  });
+  let report: DoctorReport;
+  try {
+    report = await runDoctor({
+      version: VERSION,
+      env,
+      runtimes: plugins.runtimes(),
+      discovery: app.discovery,
+      listTools: options.quick ? undefined : (name) => app.pool.listTools(name),
+      sandbox: { command: bootstrapCommand(), bootstrap: () => bootstrapFrame(app.bootstrapConfig()) },
+    });
+  } finally {
+    await app.close();
+  }
+  if (options.json) printJson(report);
+  else process.stdout.write(renderReport(report, colors()));
+  return report.ok ? 0 : 1;
+}
+
+/** The report as terminal text: one table per section, then one fix line per problem. */
+export function renderReport(report: DoctorReport, c: Colors): string {
+  const out: string[] = [c.bold(`codemode ${report.version} doctor`), ""];
+  const section = (title: string, body: string) => out.push(c.bold(title), body, "");
+
+  section(
+    `Runtimes${report.runtime ? ` (using ${report.runtime})` : ""}`,
+    table(
+      ["", "runtime", "version", "mode", "image", "sandbox"],
+      report.runtimes.map((r) => [
+        mark(r.status, c),
+        r.name,
+        r.version ?? (r.installed ? "?" : "not installed"),
+        r.rootless === undefined ? "" : r.rootless ? "rootless" : "rootful",
+        r.image ? `${r.image.ref}${r.image.present ? "" : " (missing)"}` : "",
+        sandboxCell(r),
+      ]),
+      c,
+    ),
+  );
+
+  const s = report.stateDir;
+  const state = s.exists
+    ? (s.writable ? "writable" : "not writable")
+    : s.writable
+    ? "created on first use"
+    : "cannot be created";
+  out.push(`${c.bold("State directory")}  ${mark(s.status, c)} ${s.path} (${state})`, "");
+
+  section(
+    "Config files",
+    report.configs.length
+      ? table(
+        ["", "file", "client", "servers", "diagnostics"],
+        report.configs.map((f) => [
+          mark(f.status, c),
+          f.path,
+          f.plugin ?? "",
+          f.servers.join(", "),
+          f.diagnostics.map((d) => `${d.server ? `${d.server}: ` : ""}${d.message}`).join("\n"),
+        ]),
+        c,
+      )
+      : c.dim("No MCP client config files found (see `codemode servers` for where codemode looks)"),
+  );
+
+  section(
+    "Servers",
+    report.servers.length
+      ? table(
+        ["", "server", "tools", "time", "source"],
+        report.servers.map((v) => [
+          mark(v.status, c),
+          v.name,
+          v.tools === undefined ? (v.problem?.message ?? "") : String(v.tools),
+          v.ms === undefined ? "" : formatMs(v.ms),
+          v.source,
+        ]),
+        c,
+      )
+      : c.dim("No servers configured"),
+  );
+
+  section(
+    "Settings",
+    table(
+      ["", "variable", "value", "from", "meaning"],
+      report.settings.map((v) => [
+        mark(v.status, c),
+        v.env,
+        v.value === undefined ? c.dim("(unset)") : String(v.value),
+        v.source,
+        v.doc,
+      ]),
+      c,
+    ),
+  );
+
+  const problems = report.findings.filter((f) => f.status !== "ok" && f.status !== "info");
+  if (problems.length === 0) {
+    out.push(`${mark("ok", c)} Everything works`);
+  } else {
+    out.push(c.bold("Problems"));
+    for (const f of problems) {
+      out.push(`${mark(f.status, c)} ${f.subject}: ${f.message}`);
+      if (f.fix) out.push(`  ${c.dim("fix:")} ${f.fix}`);
+    }
+    const broken = problems.filter((f) => f.status === "fail").length;
+    out.push(
+      "",
+      broken
+        ? c.red(`${broken} broken, ${problems.length - broken} warnings`)
+        : c.yellow(`${problems.length} warnings`),
+    );
+  }
+  return out.join("\n") + "\n";
+}
+
+function sandboxCell(r: RuntimeCheck): string {
+  if (!r.sandbox) return r.installed ? "not tried" : "";
+  if (!r.sandbox.ok) return "failed";
+  return `ok (start ${formatMs(r.sandbox.startMs ?? 0)}, run ${formatMs(r.sandbox.runMs ?? 0)})`;
+}

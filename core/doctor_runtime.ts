@@ -1,0 +1,223 @@
+/**
+ * Doctor's runtime check: detection, the sandbox image, and a real sandbox started through the plugin
+ * with the full security flag set and the configured limits, running `print('ok')` over the protocol.
+ * Failures are explained with one fix each. Data only; the CLI prints it.
+ * @module
+ */
+import { hostname } from "node:os";
+import type { Problem, RuntimePlugin, SandboxLimits } from "./contracts/runtime.ts";
+import { hasImageStore } from "./contracts/runtime.ts";
+import type { HostFrame } from "./protocol.ts";
+import { RpcError } from "./rpc.ts";
+import { SandboxSession } from "./sandbox_session.ts";
+import { LABELS } from "./session_manager.ts";
+
+/** How healthy one checked thing is; only "fail" makes doctor exit non-zero. */
+export type CheckStatus = "ok" | "warn" | "fail" | "info";
+
+/** What starting a real sandbox showed. */
+export interface SandboxProbe {
+  ok: boolean;
+  /** Milliseconds from start until the sandbox said it was ready. */
+  startMs?: number;
+  /** Milliseconds the `print('ok')` run took. */
+  runMs?: number;
+  python?: string;
+  error?: string;
+}
+
+/** Everything doctor found out about one runtime plugin. */
+export interface RuntimeCheck {
+  name: string;
+  status: CheckStatus;
+  installed: boolean;
+  version?: string;
+  rootless?: boolean;
+  /** Container runtimes only: whether the sandbox image is present. */
+  image?: { ref: string; present: boolean };
+  /** Undefined when the runtime is not installed or has no image to start from. */
+  sandbox?: SandboxProbe;
+  problems: Problem[];
+}
+
+/** What the sandbox check needs besides the plugin. */
+export interface RuntimeCheckOptions {
+  image: string;
+  limits: SandboxLimits;
+  /** The bootstrap command run inside the sandbox, and its first frame. */
+  command: string[];
+  bootstrap: () => HostFrame;
+  maxOutput: number;
+  startTimeoutMs?: number;
+}
+
+/** Known failure texts of container engines and what to do about each. */
+export const FAILURES: readonly { pattern: RegExp; problem: (name: string) => Problem }[] = [
+  {
+    pattern: /cgroups? in hybrid mode/i,
+    problem: () => ({
+      message: 'The OCI runtime crun cannot run containers here: "cgroups in hybrid mode not supported"',
+      fix: 'Use runc: apt-get install runc, and set runtime = "runc" under [engine] in ' +
+        "/etc/containers/containers.conf (codemode's podman plugin picks runc itself on cgroup v1 hosts)",
+    }),
+  },
+  {
+    pattern:
+      /setrlimit[^\n]*(operation not permitted|permission denied)|rlimit[^\n]*operation not permitted/i,
+    problem: () => ({
+      message: "The sandbox's ulimits exceed this machine's hard limits (setrlimit: operation not permitted)",
+      fix:
+        "Lower CODEMODE_PIDS (nproc is derived from it) below `ulimit -Hu`, or raise the host's hard limits",
+    }),
+  },
+  {
+    pattern: /image not known|no such image|unable to find image|manifest unknown|pull access denied/i,
+    problem: (name) => ({
+      message: "The sandbox image is missing",
+      fix: `Build it: codemode image build --runtime ${name}`,
+    }),
+  },
+  {
+    pattern:
+      /cannot connect to the docker daemon|is the docker daemon running|containerd\.sock.*(no such|refused)/i,
+    problem: (name) => ({
+      message: `The ${name} daemon is not running`,
+      fix: name === "docker"
+        ? "Start it: systemctl start docker (without systemd: dockerd >/var/log/dockerd.log 2>&1 &)"
+        : "Start containerd: systemctl start containerd",
+    }),
+  },
+  {
+    pattern: /permission denied[^\n]*\.sock/i,
+    problem: (name) => ({
+      message: `This user may not use the ${name} daemon socket`,
+      fix: `Add the user to the ${name} group (usermod -aG ${name} "$USER") and log in again`,
+    }),
+  },
+  {
+    pattern: /executable file not found in \$path|python3: not found|no such file or directory: .*python3/i,
+    problem: () => ({
+      message: "The sandbox image has no python3",
+      fix: "Use an image with python3 (CODEMODE_IMAGE) or build the default: codemode image build",
+    }),
+  },
+  {
+    pattern: /out of memory|\boom(killed)?\b|cannot allocate memory/i,
+    problem: () => ({
+      message: "The sandbox ran out of memory while starting",
+      fix: "Raise CODEMODE_MEMORY (e.g. 1g)",
+    }),
+  },
+];
+
+/** The problem a failure text shows, with its fix; a generic one when the text is not recognised. */
+export function explainFailure(runtime: string, text: string): Problem {
+  const known = FAILURES.find((f) => f.pattern.test(text));
+  if (known) return known.problem(runtime);
+  const line = text.split("\n").map((l) => l.trim()).find(Boolean) ?? "no error output";
+  return {
+    message: `The sandbox did not start: "${line.slice(0, 300)}"`,
+    fix:
+      `Run with CODEMODE_LOG_LEVEL=debug for the sandbox's stderr, or try CODEMODE_RUNTIME=<another runtime>`,
+  };
+}
+
+/** Checks one runtime: detection, image, and a real sandbox. Never throws. */
+export async function checkRuntime(
+  plugin: RuntimePlugin,
+  options: RuntimeCheckOptions,
+): Promise<RuntimeCheck> {
+  const detection = await plugin.detect().catch((error) => ({
+    name: plugin.name,
+    available: false,
+    problems: [{ message: `Detection failed: ${(error as Error).message ?? error}` }],
+  } as Awaited<ReturnType<RuntimePlugin["detect"]>>));
+  const installed = detection.available || detection.version !== undefined;
+  const check: RuntimeCheck = {
+    name: plugin.name,
+    status: "ok",
+    installed,
+    ...(detection.version ? { version: detection.version } : {}),
+    ...(detection.rootless !== undefined ? { rootless: detection.rootless } : {}),
+    problems: [],
+  };
+  if (!installed) {
+    check.status = "info";
+    check.problems = detection.problems.length
+      ? detection.problems
+      : [{ message: `${plugin.name} is not installed` }];
+    return check;
+  }
+  if (hasImageStore(plugin)) {
+    const present = await plugin.imageExists(options.image).catch(() => false);
+    check.image = { ref: options.image, present };
+    if (!present) {
+      check.status = "fail";
+      check.problems.push({
+        message: `The sandbox image "${options.image}" is missing`,
+        fix: `Build it: codemode image build --runtime ${plugin.name}`,
+      });
+      return check;
+    }
+  }
+  check.sandbox = await probeSandbox(plugin, options);
+  if (!check.sandbox.ok) {
+    check.status = "fail";
+    check.problems.push(explainFailure(plugin.name, check.sandbox.error ?? ""));
+  }
+  // Detection's own findings (e.g. limits that cannot be applied) are warnings once a sandbox ran.
+  for (const problem of detection.problems) {
+    if (check.problems.some((p) => p.message === problem.message)) continue;
+    if (check.sandbox.ok && /image .*missing/i.test(problem.message)) continue;
+    check.problems.push(problem);
+    if (check.status === "ok") check.status = "warn";
+  }
+  return check;
+}
+
+/** Starts a real sandbox through the plugin, runs `print('ok')`, and removes it. Never throws. */
+export async function probeSandbox(
+  plugin: RuntimePlugin,
+  options: RuntimeCheckOptions,
+): Promise<SandboxProbe> {
+  const session = new SandboxSession({
+    runtime: plugin,
+    sandbox: {
+      name: `codemode-doctor-${process.pid}-${plugin.name}`,
+      image: options.image,
+      command: options.command,
+      limits: options.limits,
+      labels: {
+        [LABELS.managed]: "true",
+        [LABELS.owner]: String(process.pid),
+        [LABELS.host]: hostname(),
+        [LABELS.session]: "doctor",
+      },
+    },
+    bootstrap: options.bootstrap(),
+    rpc: () => Promise.reject(new RpcError("RuntimeError", "doctor's sandbox check serves no calls")),
+    maxOutput: options.maxOutput,
+    startTimeoutMs: options.startTimeoutMs ?? 30_000,
+    graceMs: 1000,
+  });
+  let started = performance.now();
+  try {
+    await session.start();
+    const startMs = Math.round(performance.now() - started);
+    started = performance.now();
+    const result = await session.execute("print('ok')", 15);
+    const runMs = Math.round(performance.now() - started);
+    const ok = result.status === "ok" && result.stdout.trim() === "ok";
+    return {
+      ok,
+      startMs,
+      runMs,
+      python: session.python,
+      ...(ok ? {} : { error: result.error || `unexpected output: "${result.stdout.slice(0, 200)}"` }),
+    };
+  } catch (error) {
+    return { ok: false, error: (error as Error).message ?? String(error) };
+  } finally {
+    await session.close().catch(() => {});
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * `codemode run <file|->`: runs one Python program in the same sandbox, with the same MCP proxies, as
+ * `run_python`, for CI scripts. The program's stdout and stderr stream to ours as they come; the final
+ * result (value, error, notes) goes to stderr. Exit code: 0 ok, 1 raised, 124 timeout, 2 usage error.
+ * @module
+ */
+import { readFile } from "node:fs/promises";
+import type { RunResult } from "../core/contracts/output.ts";
+import { loadSettings, SettingsError } from "../core/settings.ts";
+import type { OutputPlugin } from "../core/contracts/output.ts";
+import { createCodemode, defaultPlugins } from "../mod.ts";
+
+/** Flags of `codemode run`. */
+export interface RunOptions {
+  servers?: string;
+  timeout?: string;
+  output?: string;
+}
+
+/** Exit codes of `codemode run`. */
+export const EXIT = { ok: 0, raised: 1, usage: 2, timeout: 124, interrupted: 130 } as const;
+
+const SESSION_KEY = "run";
+
+/** Reads, runs and reports one program; resolves with the exit code. */
+export async function runFile(file: string, options: RunOptions = {}): Promise<number> {
+  const usage = (message: string) => {
+    process.stderr.write(`codemode run: ${message}\n`);
+    return EXIT.usage;
+  };
+  const timeout = parseTimeout(options.timeout);
+  if (timeout === null) {
+    return usage(`invalid --timeout "${options.timeout}"; give seconds above zero, e.g. 30`);
+  }
+  const servers = (options.servers ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  let code: string;
+  try {
+    code = await readProgram(file);
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === "ENOENT"
+      ? "no such file"
+      : (error as Error).message;
+    return usage(`cannot read "${file}": ${reason}`);
+  }
+  let settings;
+  try {
+    settings = loadSettings();
+    if (options.output) settings = { ...settings, output: options.output as typeof settings.output };
+  } catch (error) {
+    if (error instanceof SettingsError) return usage(error.message);
+    throw error;
+  }
+
+  const plugins = defaultPlugins();
+  const app = await createCodemode({ settings, plugins, indexInBackground: false });
+  let closing: Promise<void> | undefined;
+  const close = () => closing ??= app.close();
+  // Ctrl-C (or a CI runner's SIGTERM) must not leave a container behind.
+  const interrupted = (signal: NodeJS.Signals) => {
+    process.stderr.write(`\ncodemode run: ${signal}, stopping the sandbox\n`);
+    void close().finally(() => process.exit(signal === "SIGINT" ? EXIT.interrupted : 143));
+  };
+  process.once("SIGINT", interrupted);
+  process.once("SIGTERM", interrupted);
+  try {
+    if (servers.length) {
+      const unknown = await app.preload(servers);
+      if (unknown.length) {
+        const known = app.servers.map((s) => s.name).join(", ") || "none configured";
+        return usage(`unknown server(s) ${unknown.map((s) => `"${s}"`).join(", ")}; configured: ${known}`);
+      }
+    }
+    const notes: string[] = [];
+    let seconds = timeout ?? settings.timeout;
+    if (seconds > settings.maxTimeout) {
+      notes.push(`timeout lowered to the ${settings.maxTimeout}s maximum (raise CODEMODE_MAX_TIMEOUT)`);
+      seconds = settings.maxTimeout;
+    }
+    let result: RunResult;
+    try {
+      result = await app.sessions.run(
+        SESSION_KEY,
+        code,
+        seconds,
+        (stream, text) => process[stream].write(text),
+      );
+    } catch (error) {
+      process.stderr.write(
+        `codemode run: ${(error as Error).message ?? error}; run \`codemode doctor\` for a diagnosis\n`,
+      );
+      return EXIT.raised;
+    }
+    if (notes.length) result = { ...result, notes: [...notes, ...result.notes ?? []] };
+    const summary = renderSummary(result, plugins.output(settings.output));
+    if (summary) process.stderr.write(summary.endsWith("\n") ? summary : summary + "\n");
+    return exitCode(result);
+  } finally {
+    process.off("SIGINT", interrupted);
+    process.off("SIGTERM", interrupted);
+    await close();
+  }
+}
+
+/** The exit code a result maps to. */
+export function exitCode(result: Pick<RunResult, "status">): number {
+  return result.status === "ok" ? EXIT.ok : result.status === "timeout" ? EXIT.timeout : EXIT.raised;
+}
+
+/** Seconds from `--timeout`: undefined when absent, null when invalid. */
+export function parseTimeout(raw: string | undefined): number | undefined | null {
+  if (raw === undefined) return undefined;
+  const seconds = Number(raw.trim().replace(/s$/i, ""));
+  return raw.trim() !== "" && Number.isFinite(seconds) && seconds > 0 ? seconds : null;
+}
+
+/**
+ * The final result in the chosen format, without the output that was already streamed; empty for a
+ * clean compact run (toon and json always say something: scripts parse them).
+ */
+export function renderSummary(result: RunResult, output: OutputPlugin): string {
+  const text = output.render({ ...result, stdout: "", stderr: "" }).text;
+  return output.name === "compact" && text === "(no output)" ? "" : text;
+}
+
+async function readProgram(file: string): Promise<string> {
+  if (file !== "-") return await readFile(file, "utf8");
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Uint8Array);
+  return new TextDecoder().decode(concat(chunks));
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) (out.set(c, at), at += c.length);
+  return out;
+}

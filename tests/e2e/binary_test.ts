@@ -1,0 +1,374 @@
+/**
+ * The compiled binary (dist/codemode) end to end: real MCP clients (SDK v1, SDK v2, the MCP Inspector
+ * CLI), real podman sandboxes, a real proxied MCP server, and `run`'s exit codes. Prints the numbers
+ * the release notes quote (size, --version p50, serve start to initialize).
+ * @module
+ */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client";
+import type { StdioClientTransport as StdioV1Type } from "@modelcontextprotocol/sdk/client/stdio";
+// @ts-expect-error: the package's "./*" export maps this to types at "stdio.js.d.ts", which do not exist
+import { StdioClientTransport as StdioV1Untyped } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { Client as ClientV2 } from "@modelcontextprotocol/client";
+import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
+import { VERSION } from "../../cli/version.ts";
+import {
+  BINARY,
+  environment,
+  eventually,
+  everythingServer,
+  HAVE_BINARY,
+  imagePresent,
+  leftovers,
+  median,
+  ROOT,
+  runBinary,
+  type Sandbox,
+} from "./_binary.ts";
+
+const exec = promisify(execFile);
+const StdioV1 = StdioV1Untyped as typeof StdioV1Type;
+const ignore = !HAVE_BINARY;
+// Sandbox tests need the image; setup.sh builds it. Say so instead of failing obscurely.
+const sandboxReady = HAVE_BINARY && imagePresent();
+if (HAVE_BINARY && !sandboxReady) {
+  console.error("e2e: podman has no codemode-sandbox:latest image; build it: codemode image build");
+}
+
+function textOf(result: unknown): string {
+  const content = (result as { content?: { type: string; text?: string }[] }).content ?? [];
+  return content.filter((c) => c.type === "text").map((c) => c.text).join("\n");
+}
+
+Deno.test({
+  name: "the binary prints its version without Deno or node_modules, from any directory",
+  ignore,
+  async fn() {
+    const ran = await runBinary(["--version"], environment());
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.equal(ran.stdout.trim(), VERSION);
+    const times: number[] = [];
+    for (let i = 0; i < 20; i++) times.push((await runBinary(["--version"], environment())).ms);
+    const size = statSync(BINARY).size;
+    console.log(
+      `binary: ${(size / 1024 / 1024).toFixed(1)} MiB; --version p50 ${median(times).toFixed(0)} ms`,
+    );
+    assert.ok(median(times) < 1000, `--version is slow: p50 ${median(times)} ms`);
+  },
+});
+
+Deno.test({
+  name: "doctor --json parses, lists every runtime and finds podman working",
+  ignore: !sandboxReady,
+  async fn() {
+    const ran = await runBinary(["doctor", "--json"], environment());
+    const report = JSON.parse(ran.stdout);
+    const names = report.runtimes.map((r: { name: string }) => r.name);
+    for (const name of ["podman", "docker", "nerdctl"]) {
+      assert.ok(names.includes(name), `${name} missing: ${names}`);
+    }
+    const podman = report.runtimes.find((r: { name: string }) => r.name === "podman");
+    assert.equal(podman.sandbox?.ok, true, JSON.stringify(podman));
+    assert.equal(report.runtime, "podman");
+    assert.deepEqual(report.configs, []);
+    assert.ok(
+      report.settings.some((s: { env: string; source: string }) =>
+        s.env === "CODEMODE_RUNTIME" && s.source === "CODEMODE_RUNTIME"
+      ),
+    );
+    assert.equal(ran.code, report.ok ? 0 : 1);
+    assert.equal(ran.code, 0, JSON.stringify(report.findings));
+  },
+});
+
+Deno.test({
+  name: "doctor exits 1 and names the fix when the configured image does not exist",
+  ignore,
+  async fn() {
+    const ran = await runBinary(
+      ["doctor", "--quick"],
+      environment({}, { CODEMODE_IMAGE: "codemode-e2e-missing:none" }),
+    );
+    assert.equal(ran.code, 1, ran.stdout + ran.stderr);
+    assert.match(ran.stdout, /codemode image build/);
+  },
+});
+
+/** Connects an SDK client to `serve`, lists tools, runs code twice sharing state, and checks cleanup. */
+async function serveRoundTrip(version: "v1" | "v2", sandbox: Sandbox): Promise<void> {
+  const params = {
+    command: BINARY,
+    args: ["serve"],
+    env: sandbox.env,
+    cwd: sandbox.cwd,
+    stderr: "pipe" as const,
+  };
+  const transport = version === "v1" ? new StdioV1(params) : new StdioV2(params);
+  const client = version === "v1"
+    ? new ClientV1({ name: "e2e-v1", version: "1.0.0" })
+    : new ClientV2({ name: "e2e-v2", version: "1.0.0" });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const started = performance.now();
+  // deno-lint-ignore no-explicit-any
+  await (client as any).connect(transport);
+  const initMs = performance.now() - started;
+  const pid = transport.pid!;
+  try {
+    // deno-lint-ignore no-explicit-any
+    const c = client as any;
+    const { tools } = await c.listTools();
+    assert.deepEqual(tools.map((t: { name: string }) => t.name), ["run_python"]);
+    const first = await c.callTool({ name: "run_python", arguments: { code: "counter = 41\nprint('set')" } });
+    assert.equal(first.isError, false, textOf(first) + stderr);
+    assert.equal(textOf(first).trim(), "set");
+    const second = await c.callTool({ name: "run_python", arguments: { code: "counter + 1" } });
+    assert.equal(textOf(second).trim(), "42", stderr);
+    assert.equal((second.structuredContent as { value?: string }).value, "42");
+    console.log(`serve (${version} client): initialize answered after ${initMs.toFixed(0)} ms`);
+  } finally {
+    await client.close();
+  }
+  assert.ok(await eventually(() => leftovers(pid).length === 0), `containers left: ${leftovers(pid)}`);
+}
+
+Deno.test({
+  name: "serve works with the v1 SDK client: one tool, state kept across two calls, no container left",
+  ignore: !sandboxReady,
+  fn: () => serveRoundTrip("v1", environment()),
+});
+
+Deno.test({
+  name: "serve works with the v2 SDK client: one tool, state kept across two calls, no container left",
+  ignore: !sandboxReady,
+  fn: () => serveRoundTrip("v2", environment()),
+});
+
+const INSPECTOR = join(
+  ROOT,
+  "node_modules",
+  "@modelcontextprotocol",
+  "inspector",
+  "clients",
+  "launcher",
+  "build",
+  "index.js",
+);
+
+/** Runs the MCP Inspector CLI against `codemode serve`; the server's env is passed with -e. */
+async function inspector(sandbox: Sandbox, method: string[]): Promise<string> {
+  const envFlags = Object.entries(sandbox.env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+  const { stdout } = await exec("node", [
+    INSPECTOR,
+    "--cli",
+    ...envFlags,
+    "--cwd",
+    sandbox.cwd,
+    ...method,
+    BINARY,
+    "serve",
+  ], {
+    cwd: sandbox.cwd,
+    env: { ...process.env, HOME: sandbox.home },
+    timeout: 120_000,
+  });
+  return stdout;
+}
+
+Deno.test({
+  name: "serve answers the MCP Inspector CLI: tools/list and a run_python tools/call",
+  ignore: !sandboxReady,
+  async fn() {
+    const sandbox = environment();
+    const list = JSON.parse(await inspector(sandbox, ["--method", "tools/list"]));
+    assert.deepEqual(list.tools.map((t: { name: string }) => t.name), ["run_python"]);
+    const call = JSON.parse(
+      await inspector(sandbox, [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "run_python",
+        "--tool-arg",
+        "code=print(6 * 7)",
+      ]),
+    );
+    assert.equal(call.isError, false);
+    assert.equal(textOf(call).trim(), "42");
+  },
+});
+
+function program(sandbox: Sandbox, name: string, code: string): string {
+  const file = join(sandbox.cwd, name);
+  writeFileSync(file, code);
+  return file;
+}
+
+Deno.test({
+  name: "run exits 0 and streams output as the program produces it, stdout and stderr apart",
+  ignore: !sandboxReady,
+  async fn() {
+    const sandbox = environment();
+    const file = program(
+      sandbox,
+      "ok.py",
+      "import sys, time\nprint('first', flush=True)\nprint('to stderr', file=sys.stderr)\ntime.sleep(2)\nprint('second')\n",
+    );
+    const ran = await runBinary(["run", file], sandbox);
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.equal(ran.stdout, "first\nsecond\n");
+    assert.match(ran.stderr, /to stderr/);
+    const first = ran.stdoutTimes.find((t) => t.text.includes("first"))!;
+    assert.ok(
+      ran.ms - first.at > 1500,
+      `"first" arrived ${first.at.toFixed(0)} ms in, the run took ${ran.ms.toFixed(0)} ms`,
+    );
+    assert.ok(
+      await eventually(() => leftovers(ran.pid).length === 0),
+      `containers left: ${leftovers(ran.pid)}`,
+    );
+  },
+});
+
+Deno.test({
+  name: "run exits 1 when the program raises, with the traceback on stderr",
+  ignore: !sandboxReady,
+  async fn() {
+    const sandbox = environment();
+    const ran = await runBinary(
+      ["run", program(sandbox, "raise.py", "raise ValueError('bad input')\n")],
+      sandbox,
+    );
+    assert.equal(ran.code, 1);
+    assert.match(ran.stderr, /ValueError: bad input/);
+  },
+});
+
+Deno.test({
+  name: "run exits 124 on timeout and leaves no container",
+  ignore: !sandboxReady,
+  async fn() {
+    const sandbox = environment();
+    const file = program(sandbox, "slow.py", "import time\ntime.sleep(60)\n");
+    const ran = await runBinary(["run", "--timeout", "1", file], sandbox);
+    assert.equal(ran.code, 124, ran.stderr);
+    assert.match(ran.stderr, /timeout/i);
+    assert.ok(ran.ms < 30_000, `took ${ran.ms} ms`);
+    assert.ok(
+      await eventually(() => leftovers(ran.pid).length === 0),
+      `containers left: ${leftovers(ran.pid)}`,
+    );
+  },
+});
+
+Deno.test({
+  name: "run exits 2 on usage errors: a missing file, a bad timeout, a bad output format",
+  ignore,
+  async fn() {
+    const sandbox = environment();
+    const missing = await runBinary(["run", join(sandbox.cwd, "nope.py")], sandbox);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /nope\.py/);
+    const file = program(sandbox, "fine.py", "pass\n");
+    assert.equal((await runBinary(["run", "--timeout", "soon", file], sandbox)).code, 2);
+    assert.equal((await runBinary(["run", "--output", "yaml", file], sandbox)).code, 2);
+    assert.equal((await runBinary(["run"], sandbox)).code, 2);
+  },
+});
+
+Deno.test({
+  name: "run reads the program from stdin and prints the final value in the chosen format",
+  ignore: !sandboxReady,
+  async fn() {
+    const sandbox = environment();
+    const ran = await runBinary(["run", "--output", "json", "-"], sandbox, { input: "x = 20\nx * 2 + 2\n" });
+    assert.equal(ran.code, 0, ran.stderr);
+    const summary = JSON.parse(ran.stderr.trim().split("\n").at(-1)!);
+    assert.equal(summary.status, "ok");
+    assert.equal(summary.value, "42");
+  },
+});
+
+Deno.test({
+  name: "run calls a proxied MCP server (server-everything) and --servers rejects unknown names",
+  ignore: !sandboxReady,
+  async fn() {
+    const sandbox = environment(everythingServer());
+    const file = program(
+      sandbox,
+      "echo.py",
+      "print(await mcp_everything.echo(message='hello from the sandbox'))\n",
+    );
+    const ran = await runBinary(["run", "--servers", "everything", file], sandbox);
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.match(ran.stdout, /hello from the sandbox/);
+    const unknown = await runBinary(["run", "--servers", "nosuch", file], sandbox);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /"nosuch"/);
+  },
+});
+
+Deno.test({
+  name: "serve proxies a call to server-everything for an SDK client",
+  ignore: !sandboxReady,
+  async fn() {
+    const sandbox = environment(everythingServer());
+    const transport = new StdioV1({
+      command: BINARY,
+      args: ["serve"],
+      env: sandbox.env,
+      cwd: sandbox.cwd,
+      stderr: "pipe",
+    });
+    const client = new ClientV1({ name: "e2e-proxy", version: "1.0.0" });
+    await client.connect(transport);
+    try {
+      const result = await client.callTool({
+        name: "run_python",
+        arguments: { code: "r = await mcp_everything.echo(message='via serve')\nr" },
+      });
+      assert.equal(result.isError, false, textOf(result));
+      assert.match(textOf(result), /via serve/);
+    } finally {
+      await client.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "SIGINT during run stops the sandbox: exit 130 and no container left",
+  ignore: !sandboxReady,
+  async fn() {
+    const sandbox = environment();
+    const file = program(
+      sandbox,
+      "forever.py",
+      "import time\nprint('running', flush=True)\ntime.sleep(120)\n",
+    );
+    let pid = -1;
+    const ran = await runBinary(["run", "--timeout", "100", file], sandbox, {
+      onSpawn: (p, live) => {
+        pid = p;
+        void eventually(() => live.stdout.includes("running"), 60_000).then(() => process.kill(p, "SIGINT"));
+      },
+    });
+    assert.equal(ran.code, 130, ran.stderr);
+    assert.ok(await eventually(() => leftovers(pid).length === 0), `containers left: ${leftovers(pid)}`);
+  },
+});
+
+Deno.test({
+  name: "completions print a script for each shell from the binary",
+  ignore,
+  async fn() {
+    for (const shell of ["bash", "zsh", "fish"]) {
+      const ran = await runBinary(["completions", shell], environment());
+      assert.equal(ran.code, 0, ran.stderr);
+      assert.match(ran.stdout, /serve/);
+    }
+    assert.equal((await runBinary(["completions", "tcsh"], environment())).code, 2);
+  },
+});

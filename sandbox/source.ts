@@ -10,6 +10,7 @@ import runtimeInit from "./codemode_runtime/__init__.py" with { type: "text" };
 import capture from "./codemode_runtime/capture.py" with { type: "text" };
 import channel from "./codemode_runtime/channel.py" with { type: "text" };
 import context from "./codemode_runtime/context.py" with { type: "text" };
+import embedded from "./codemode_runtime/embedded.py" with { type: "text" };
 import executor from "./codemode_runtime/executor.py" with { type: "text" };
 import frames from "./codemode_runtime/frames.py" with { type: "text" };
 import kernel from "./codemode_runtime/kernel.py" with { type: "text" };
@@ -34,6 +35,7 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime.capture": capture,
   "codemode_runtime.channel": channel,
   "codemode_runtime.context": context,
+  "codemode_runtime.embedded": embedded,
   "codemode_runtime.executor": executor,
   "codemode_runtime.frames": frames,
   "codemode_runtime.kernel": kernel,
@@ -53,7 +55,9 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
 /** The modules in MODULES that are packages. */
 export const PACKAGES: readonly string[] = Object.freeze(["codemode_runtime", "mcp", "mcp.servers"]);
 
-/** The module whose `main(config, rest)` runs the CPython sandbox process. */
+/** The module whose `main(config, rest)` runs the CPython sandbox process. An in-process host (Pyodide)
+ * runs BOOTSTRAP_SOURCE's `install(MODULES, PACKAGES)` instead and drives
+ * `codemode_runtime.embedded.EmbeddedSession` (see sandbox/README.md). */
 export const MAIN_MODULE = "codemode_runtime.process";
 
 /** The command that starts the sandbox process; its first stdin line must be `bootstrapFrame()`. */

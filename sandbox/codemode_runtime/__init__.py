@@ -8,6 +8,8 @@ Transport-free core (runs under CPython and Pyodide alike):
   executor  compile and run one cell in the persistent namespace
   kernel    one session: namespace, proxies, API binding, frame handling
   context   the kernel the `mcp` package talks to
+  output    output frames with the per-execution cap; FrameWriter stands in for sys.stdout
+  embedded  in-process transport for hosts without threads or fds (Pyodide): EmbeddedSession
 
 CPython process transport (threads, fds, signals; not available in Pyodide):
   channel   frames over private copies of stdin/stdout

@@ -13,6 +13,7 @@ from .executor import Executor
 from .rpc import RpcClient
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024
+DEFAULT_TIMEOUT = 30.0
 _MAX_TEXT_CHARS = 1024 * 1024  # value/error text cap: keeps a done frame far below the frame limit
 
 
@@ -92,6 +93,15 @@ def normalise_config(config):
         servers.append({**server, "name": name, "alias": str(server.get("alias") or alias_of(name))})
     config["servers"] = servers
     return config
+
+
+def timeout_of(frame):
+    """The execute frame's timeout in seconds, or the default when it is missing or not positive."""
+    try:
+        seconds = float(frame.get("timeout"))
+    except (TypeError, ValueError):
+        return DEFAULT_TIMEOUT
+    return seconds if seconds > 0 else DEFAULT_TIMEOUT
 
 
 def _main_module():

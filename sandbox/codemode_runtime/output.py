@@ -57,12 +57,13 @@ class OutputStream:
 
 
 class FrameWriter(io.TextIOBase):
-    """A text file that feeds an OutputStream: the stand-in for sys.stdout/stderr where fds can't be
-    redirected (Pyodide)."""
+    """A line-buffered text file that feeds an OutputStream: the stand-in for sys.stdout/stderr where
+    fds can't be redirected (Pyodide). flush() before OutputStream.finish()."""
 
     def __init__(self, stream):
         super().__init__()
         self._stream = stream
+        self._pending = []
 
     @property
     def encoding(self):
@@ -81,5 +82,12 @@ class FrameWriter(io.TextIOBase):
     def write(self, text):
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self._stream.feed(text.encode("utf-8", "backslashreplace"))
+        self._pending.append(text)
+        if "\n" in text or len(self._pending) > 256:
+            self.flush()
         return len(text)
+
+    def flush(self):
+        if self._pending:
+            text, self._pending = "".join(self._pending), []
+            self._stream.feed(text.encode("utf-8", "backslashreplace"))

@@ -11,10 +11,8 @@ import sys
 from .capture import Capture
 from .channel import Channel
 from .executor import Outcome
-from .kernel import Kernel
+from .kernel import Kernel, timeout_of
 from .watchdog import Watchdog
-
-DEFAULT_TIMEOUT = 30.0
 
 
 class Process:
@@ -39,7 +37,7 @@ class Process:
     def execute(self, frame):
         """Runs one execute frame and sends its done frame after all of its output."""
         execution_id = frame.get("id")
-        timeout = _seconds(frame.get("timeout"))
+        timeout = timeout_of(frame)
         self.capture.begin(execution_id)
         asyncio.set_event_loop(self.loop)  # user code may have run asyncio.run(), which unsets it
         try:
@@ -91,10 +89,3 @@ def main(config, rest=b""):
     """Entry point called by the bootstrap."""
     Process(config, rest).serve()
 
-
-def _seconds(value):
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        return DEFAULT_TIMEOUT
-    return seconds if seconds > 0 else DEFAULT_TIMEOUT

@@ -71,6 +71,12 @@ class RpcClient:
         return len(self._pending)
 
 
+def refuse_blocking(event):
+    """The `block` of a transport without threads: a blocking call whose answer did not come during
+    send() can never be answered, so fail instead of hanging."""
+    raise RuntimeError("Blocking calls are not available in this sandbox: use the async variant with await")
+
+
 def _settle(future, frame):
     if not future.done():
         future.set_result(frame)

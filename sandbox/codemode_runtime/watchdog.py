@@ -23,6 +23,7 @@ class Watchdog:
         self._armed = False
         self._fired = False
         self._next = None
+        self._sleeping_until = None
         self.task = None
         """The asyncio task of the current execution, set by whoever drives it."""
         signal.signal(signal.SIGINT, self._on_sigint)
@@ -30,20 +31,21 @@ class Watchdog:
 
     def arm(self, seconds):
         """Starts the clock for one execution."""
-        signal.signal(signal.SIGINT, self._on_sigint)  # user code may have replaced it
+        if signal.getsignal(signal.SIGINT) != self._on_sigint:  # user code replaced it
+            signal.signal(signal.SIGINT, self._on_sigint)
         with self._cond:
             self._fired = False
             self.task = None
             self._next = time.monotonic() + seconds
             self._armed = True
-            self._cond.notify()
+            # Waking the thread costs the main thread a GIL hand-off, so only when it would otherwise
+            # sleep past the new deadline; usually it sleeps until an earlier one and re-checks then.
+            if self._sleeping_until is None or self._next < self._sleeping_until:
+                self._cond.notify()
 
     def disarm(self):
         """Stops the clock; returns True when the deadline passed and the execution was interrupted."""
-        self._armed = False  # first, so a signal handled from here on is ignored
-        with self._cond:
-            self._next = None
-            self._cond.notify()
+        self._armed = False  # first, so a signal handled from here on is ignored; the thread notices later
         return self._fired
 
     @property
@@ -58,11 +60,13 @@ class Watchdog:
     def _watch(self):
         with self._cond:
             while True:
-                if not self._armed or self._next is None:
+                if not self._armed:
+                    self._sleeping_until = None
                     self._cond.wait()
                     continue
                 delay = self._next - time.monotonic()
                 if delay > 0:
+                    self._sleeping_until = self._next
                     self._cond.wait(delay)
                     continue
                 task = self.task

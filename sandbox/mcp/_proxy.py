@@ -56,8 +56,9 @@ def normalise_tools(value):
     for item in items if isinstance(items, (list, tuple)) else ():
         if isinstance(item, str):
             item = {"name": item}
-        if isinstance(item, dict) and isinstance(item.get("name"), str):
-            tools.append({**item, "alias": alias_of(item["name"])})
+        name = item.get("name") or item.get("tool") if isinstance(item, dict) else None
+        if isinstance(name, str):  # the host sends {server, tool, alias, description}
+            tools.append({**item, "name": name, "alias": alias_of(name)})
     return tools
 
 

@@ -20,14 +20,17 @@ const echo = (rpc: RpcFrame): RpcAnswer => {
   return { value: { tool: rpc.params.tool, arguments: rpc.params.arguments, raw: rpc.params.raw } };
 };
 
+// Shaped like the host's list_tools answer (core/tool_docs.ts ToolSummary).
 const tools = [
-  { name: "echo", description: "Echoes back the input" },
-  { name: "get-file", description: "Reads a file" },
-  { name: "read_file", description: "Reads another file" },
+  { server: "my-server", tool: "echo", alias: "echo", description: "Echoes back the input" },
+  { server: "my-server", tool: "get-file", alias: "get_file", description: "Reads a file" },
+  { server: "my-server", tool: "read_file", alias: "read_file", description: "Reads another file" },
 ];
 
-const docs = {
-  name: "echo",
+const docs = [{
+  server: "my-server",
+  tool: "echo",
+  alias: "echo",
   description: "Echoes back the input message.",
   inputSchema: {
     type: "object",
@@ -38,7 +41,8 @@ const docs = {
     },
     required: ["message"],
   },
-};
+  signature: "echo(message: str, times: int = 1, tags: list[str] = None)",
+}];
 
 const host = (rpc: RpcFrame): RpcAnswer => {
   if (rpc.method === "list_tools") return { value: tools };
@@ -428,33 +432,58 @@ Deno.test("a shutdown frame and EOF on stdin both end the process promptly", asy
   assert.ok(performance.now() - started < 2000, "exits mid-execution");
 });
 
-Deno.test("the kernel runs without the process transport, as a Pyodide host would drive it", () => {
+Deno.test("EmbeddedSession drives the kernel frame by frame without threads, fds or signals", () => {
+  // What a Pyodide host does, run here under CPython: install the modules in-process, pass frames in.
   const script = `
 import asyncio, json, sys
-ns = {"__name__": "not_main"}
+ns = {"__name__": "codemode_bootstrap"}
 exec(${JSON.stringify(BOOTSTRAP_SOURCE)}, ns)
-ns["install"](json.loads(sys.argv[1]), ["codemode_runtime", "mcp", "mcp.servers"])
-from codemode_runtime.kernel import Kernel
-from codemode_runtime.output import FrameWriter, OutputStream
-frames = []
-def block(event):
-    raise RuntimeError("no threads here")
-kernel = Kernel({"max_output": 5, "servers": [{"name": "s", "alias": "s"}]}, frames.append, block=block)
-out = OutputStream("stdout", frames.append, 5)
-real, sys.stdout = sys.stdout, FrameWriter(out)
-out.begin("p1")
-outcome = asyncio.run(kernel.run_async("print('hello world')\\nawait __import__('asyncio').sleep(0)\\n6 * 7"))
-frames.append(kernel.done_frame("p1", outcome, dropped={"stdout": out.finish(), "stderr": 0}))
-sys.stdout = real
-print(json.dumps(frames))
+ns["install"](json.loads(sys.argv[1]), json.loads(sys.argv[2]))
+from codemode_runtime.embedded import EmbeddedSession
+lines, real_stdout = [], sys.stdout
+async def main():
+    session = EmbeddedSession({"max_output": 8, "servers": [{"name": "s-1", "alias": "s_1"}]}, lines.append)
+    lines.append(json.dumps(session.ready_frame()) + "\\n")
+    def answer(line):
+        frame = json.loads(line)
+        if frame["type"] == "rpc":
+            reply = {"type": "rpc_result", "id": frame["id"], "ok": True, "value": frame["params"].get("arguments")}
+            asyncio.get_running_loop().call_later(0.01, asyncio.ensure_future, session.handle(json.dumps(reply)))
+    session._write = lambda line: (lines.append(line), answer(line))
+    await session.handle({"type": "execute", "id": "p1", "code": "print('hello'); print('world')\\n6 * 7", "timeout": 5})
+    await session.handle({"type": "execute", "id": "p2", "code": "await mcp_s_1.echo(n=1)", "timeout": 5})
+    await session.handle({"type": "execute", "id": "p3", "code": "from mcp import runtime\\nruntime.list_servers_sync()", "timeout": 5})
+    await session.handle({"type": "execute", "id": "p4", "code": "import asyncio\\nawait asyncio.sleep(10)", "timeout": 0.2})
+    await session.handle({"type": "execute", "id": "p5", "code": "1 + 1", "timeout": 5})
+asyncio.run(main())
+sys.stdout = real_stdout
+print(json.dumps([json.loads(line) for line in lines]))
 `;
-  const modules = JSON.stringify(MODULES);
-  const result = spawnSync("python3", ["-I", "-c", script, modules], { encoding: "utf8" });
+  const result = spawnSync(
+    "python3",
+    ["-I", "-c", script, JSON.stringify(MODULES), JSON.stringify(PACKAGES)],
+    {
+      encoding: "utf8",
+    },
+  );
   assert.equal(result.stderr, "");
-  assert.deepEqual(JSON.parse(result.stdout), [
-    { type: "output", id: "p1", stream: "stdout", data: "hello" },
-    { type: "done", id: "p1", status: "ok", value: "42", dropped: { stdout: 7, stderr: 0 } },
+  const frames = JSON.parse(result.stdout);
+  assert.equal(frames[0].type, "ready");
+  assert.deepEqual(frames.slice(1, 4), [
+    { type: "output", stream: "stdout", data: "hello\n", id: "p1" },
+    { type: "output", stream: "stdout", data: "wo", id: "p1" },
+    { type: "done", id: "p1", status: "ok", value: "42", dropped: { stdout: 4, stderr: 0 } },
   ]);
+  assert.deepEqual(frames[4].params, { server: "s-1", tool: "echo", arguments: { n: 1 }, raw: false });
+  assert.deepEqual(frames[5], { type: "done", id: "p2", status: "ok", value: "{'n': 1}" });
+  assert.equal(frames[6].method, "list_servers", "sent, but its answer can't be waited for");
+  assert.equal(frames[7].id, "p3");
+  assert.match(frames[7].error, /RuntimeError: Blocking calls are not available in this sandbox/);
+  assert.doesNotMatch(frames[7].error, /codemode/);
+  assert.equal(frames[8].status, "timeout");
+  assert.match(frames[8].error, /^Timed out after 0\.2s/);
+  assert.deepEqual(frames[9], { type: "done", id: "p5", status: "ok", value: "2" });
+  assert.equal(frames.length, 10);
 });
 
 Deno.test("the Python side of a print(1) round trip costs well under a millisecond", async () => {

@@ -25,7 +25,7 @@ if [ "$compiler" = deno ]; then
   deno compile --allow-all --quiet --output "$tmp" cli.ts
 else
   # --minify-syntax/whitespace keep names (stack traces stay readable); bytecode speeds up start-up.
-  bun build cli.ts --compile --bytecode --minify-syntax --minify-whitespace --sourcemap=none \
+  bun build cli.ts --compile --bytecode --format=esm --minify-syntax --minify-whitespace --sourcemap=none \
     --target=bun --outfile "$tmp" >&2
 fi
 chmod +x "$tmp"

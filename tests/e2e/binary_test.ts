@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client";
 import type { StdioClientTransport as StdioV1Type } from "@modelcontextprotocol/sdk/client/stdio";
-// @ts-expect-error: the package's "./*" export maps this to types at "stdio.js.d.ts", which do not exist
+// @ts-ignore: the package's "./*" export maps these types to "stdio.js.d.ts", which `deno check` cannot find
 import { StdioClientTransport as StdioV1Untyped } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
@@ -31,7 +31,7 @@ import {
 } from "./_binary.ts";
 
 const exec = promisify(execFile);
-const StdioV1 = StdioV1Untyped as typeof StdioV1Type;
+const StdioV1 = StdioV1Untyped as unknown as typeof StdioV1Type;
 const ignore = !HAVE_BINARY;
 // Sandbox tests need the image; setup.sh builds it. Say so instead of failing obscurely.
 const sandboxReady = HAVE_BINARY && imagePresent();
@@ -159,18 +159,21 @@ const INSPECTOR = join(
   "index.js",
 );
 
-/** Runs the MCP Inspector CLI against `codemode serve`; the server's env is passed with -e. */
+/**
+ * Runs the MCP Inspector CLI against `codemode serve`; the server's env is passed with -e. The target
+ * comes first: `--tool-arg` takes every following word as another key=value pair.
+ */
 async function inspector(sandbox: Sandbox, method: string[]): Promise<string> {
   const envFlags = Object.entries(sandbox.env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
   const { stdout } = await exec("node", [
     INSPECTOR,
     "--cli",
+    BINARY,
+    "serve",
     ...envFlags,
     "--cwd",
     sandbox.cwd,
     ...method,
-    BINARY,
-    "serve",
   ], {
     cwd: sandbox.cwd,
     env: { ...process.env, HOME: sandbox.home },

@@ -19,7 +19,10 @@ class Capture:
     """Redirects fds 1 and 2 and accounts their output per execution."""
 
     def __init__(self, send, limit):
-        self._pipes = [_Pipe(1, OutputStream("stdout", send, limit)), _Pipe(2, OutputStream("stderr", send, limit))]
+        self._pipes = [
+            _Pipe(1, OutputStream("stdout", send, limit)),
+            _Pipe(2, OutputStream("stderr", send, limit)),
+        ]
         # Fresh text streams over the pipes: line-buffered so output streams as it is printed, and
         # lenient, so no string can fail to print.
         sys.stdout = sys.__stdout__ = _text_stream(1)

@@ -44,7 +44,9 @@ class Channel:
 
     def serve(self, on_frame, on_close):
         """Reads frames on a daemon thread, calling on_frame(frame) for each and on_close() at EOF."""
-        thread = threading.Thread(target=self._read, args=(on_frame, on_close), name="codemode-frames", daemon=True)
+        thread = threading.Thread(
+            target=self._read, args=(on_frame, on_close), name="codemode-frames", daemon=True
+        )
         thread.start()
         return thread
 

@@ -73,7 +73,8 @@ class Kernel:
         proxies = _proxy.build(self.config["servers"])
         servers.register(self.config["servers"], proxies)
         self.namespace.setdefault("__builtins__", builtins)
-        self.namespace["mcp_servers"] = {server["name"]: proxies[server["name"]] for server in self.config["servers"]}
+        names = [server["name"] for server in self.config["servers"]]
+        self.namespace["mcp_servers"] = {name: proxies[name] for name in names}
         for server in self.config["servers"]:
             self.namespace[f"mcp_{server['alias']}"] = proxies[server["name"]]
         self.namespace["ToolError"] = mcp.ToolError

@@ -26,6 +26,7 @@ class Process:
         asyncio.set_event_loop(self.loop)
         self.watchdog = Watchdog(self.loop)
         self.inbox = queue.SimpleQueue()
+        self.pid = os.getpid()
 
     def serve(self):
         """Announces readiness, then runs executions until shutdown or EOF."""
@@ -39,6 +40,8 @@ class Process:
         execution_id = frame.get("id")
         timeout = timeout_of(frame)
         self.capture.begin(execution_id)
+        if self.loop.is_closed():  # user code closed it; a session needs one
+            self.loop = self.watchdog.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)  # user code may have run asyncio.run(), which unsets it
         try:
             try:
@@ -48,9 +51,12 @@ class Process:
                 self.watchdog.disarm()
         except KeyboardInterrupt as exc:  # the interrupt landed just after the user's code returned
             outcome = Outcome("error", error="KeyboardInterrupt\n", exception=exc)
+        if os.getpid() != self.pid:  # a fork()ed child got back here: it must not answer the host
+            os._exit(0)
         dropped = self.capture.finish()
         timed_out = timeout if self.watchdog.fired else None
-        self.channel.send(self.kernel.done_frame(execution_id, outcome, timed_out_after=timed_out, dropped=dropped))
+        done = self.kernel.done_frame(execution_id, outcome, timed_out_after=timed_out, dropped=dropped)
+        self.channel.send(done)
 
     def _drive(self, coroutine):
         task = self.loop.create_task(coroutine)

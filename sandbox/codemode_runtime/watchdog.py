@@ -17,7 +17,8 @@ class Watchdog:
     """Arms a deadline around each execution; must be created on the main thread."""
 
     def __init__(self, loop):
-        self._loop = loop
+        self.loop = loop
+        """The event loop whose task gets cancelled; replaceable if user code closed the old one."""
         self._main = threading.main_thread().ident
         self._cond = threading.Condition()
         self._armed = False
@@ -73,7 +74,7 @@ class Watchdog:
                 if not self._fired and task is not None and not task.done():
                     self._fired = True
                     try:
-                        self._loop.call_soon_threadsafe(task.cancel)
+                        self.loop.call_soon_threadsafe(task.cancel)
                     except RuntimeError:  # loop closed by user code; SIGINT still follows
                         pass
                     self._next = time.monotonic() + _CANCEL_GRACE

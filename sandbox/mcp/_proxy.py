@@ -41,7 +41,8 @@ def server_name(server):
 
 async def call_tool(server, tool, arguments=None, raw=False):
     """Awaits one tool call on the host; a tool error raises ToolError naming the server and tool."""
-    params = {"server": server_name(server), "tool": tool, "arguments": dict(arguments or {}), "raw": bool(raw)}
+    params = {"server": server_name(server), "tool": tool, "arguments": dict(arguments or {})}
+    params["raw"] = bool(raw)
     try:
         return await context.current().rpc.call("call_tool", params)
     except ToolError as error:
@@ -89,7 +90,8 @@ class ServerProxy:
         self.__state = _State(name, alias)
 
     def __getattr__(self, attribute):
-        if (attribute.startswith("__") and attribute.endswith("__")) or attribute.startswith("_ServerProxy__"):
+        dunder = attribute.startswith("__") and attribute.endswith("__")
+        if dunder or attribute.startswith("_ServerProxy__"):
             raise AttributeError(attribute)
         state = self.__state
         proxy = state.proxies.get(attribute)
@@ -102,7 +104,7 @@ class ServerProxy:
 
     def __repr__(self):
         state = self.__state
-        return f"<MCP server {state.name!r} as mcp_{state.alias}: dir() lists its tools, help() documents one>"
+        return f"<MCP server {state.name!r} as mcp_{state.alias}: dir() lists its tools, help() shows one>"
 
     def _tools_sync(self, refresh=False):
         state = self.__state
@@ -147,19 +149,22 @@ class ServerProxy:
 
         state = self.__state
         if alias not in state.docs:
-            usage = f"Usage: result = await mcp_{state.alias}.{alias}(...); raw=True returns the whole MCP result."
+            usage = f"Usage: await mcp_{state.alias}.{alias}(...); raw=True returns the whole MCP result."
             try:
                 name = self._tool_name_sync(alias)
                 answer = context.current().rpc.call_sync(
                     "query_tool_docs", {"server": state.name, "tool": name, "detail": "full"}
                 )
                 doc = _pick(answer, name)
-                schema = next((doc[k] for k in ("inputSchema", "input_schema", "parameters", "schema") if k in doc), {})
+                keys = ("inputSchema", "input_schema", "parameters", "schema")
+                schema = next((doc[k] for k in keys if k in doc), {})
                 description = str(doc.get("description") or "")
-                state.docs[alias] = (_schema.describe(description, schema) + "\n\n" + usage, _schema.signature(schema))
+                text = _schema.describe(description, schema) + "\n\n" + usage
+                state.docs[alias] = (text, _schema.signature(schema))
             except Exception as error:  # help() must not blow up on a missing tool or a dead server
                 text = f"No documentation for tool {alias!r} on server {state.name!r}: {error}\n\n{usage}"
-                return text, inspect.Signature([inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD)])
+                anything = inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD)
+                return text, inspect.Signature([anything])
         return state.docs[alias]
 
 

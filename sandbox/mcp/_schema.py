@@ -50,9 +50,8 @@ def signature(schema):
             continue
         prop = properties[name] if isinstance(properties[name], dict) else {}
         default = inspect.Parameter.empty if name in required else prop.get("default")
-        parameters.append(
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation(prop))
-        )
+        kind = inspect.Parameter.KEYWORD_ONLY
+        parameters.append(inspect.Parameter(name, kind, default=default, annotation=annotation(prop)))
     if extra:
         parameters.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD))
     return inspect.Signature(parameters)

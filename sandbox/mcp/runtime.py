@@ -22,9 +22,7 @@ def discovered_servers(detailed=False):
     """Names of every configured server (no RPC); with detailed=True, dicts with name, alias, description."""
     if not detailed:
         return tuple(server["name"] for server in _servers())
-    return tuple(
-        {key: server[key] for key in ("name", "alias", "description") if server.get(key)} for server in _servers()
-    )
+    return tuple(_public(server) for server in _servers())
 
 
 async def list_servers():
@@ -85,7 +83,7 @@ def list_loaded_server_metadata():
     """What this sandbox knows locally about each configured server, including tools listed so far."""
     metadata = []
     for server in _servers():
-        entry = {key: server[key] for key in ("name", "alias", "description") if server.get(key)}
+        entry = _public(server)
         tools = _proxy.proxy_for(server["name"])._ServerProxy__state.tools
         if tools is not None:
             entry["tools"] = tools
@@ -97,7 +95,7 @@ def capability_summary():
     """One paragraph on what this sandbox offers and how to use it."""
     names = [server["name"] for server in _servers()]
     shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-    servers = f"{len(names)} MCP server(s) are configured ({shown})" if names else "No MCP servers are configured"
+    servers = f"{len(names)} MCP server(s) are configured ({shown})" if names else "No MCP server is set up"
     return (
         "This is a Python sandbox with no network access; /tmp and /workspace are writable, and globals, "
         "imports and the asyncio event loop persist between runs. Top-level await works and the value of "
@@ -108,6 +106,10 @@ def capability_summary():
         "runtime.query_tool_docs(server, tool=None, detail='summary'|'full'), dir(mcp_<alias>) and "
         "help(mcp_<alias>.<tool>). A failing tool raises ToolError; raw=True returns the whole MCP result."
     )
+
+
+def _public(server):
+    return {key: server[key] for key in ("name", "alias", "description") if server.get(key)}
 
 
 def _docs_params(server, tool, detail):

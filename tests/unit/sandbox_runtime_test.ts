@@ -205,6 +205,25 @@ Deno.test("closing fds 0 and 1 in user code does not break the next execute", as
   });
 });
 
+Deno.test("sys.exit(), fork() and closing the event loop in user code do not end the session", async () => {
+  await withPython(async (python) => {
+    const exit = await python.execute("import sys\nsys.exit(3)");
+    assert.equal(exit.done.status, "error");
+    assert.match(exit.done.error ?? "", /SystemExit: 3\n$/);
+    const fork = await python.execute(
+      "import os\npid = os.fork()\nprint('child' if pid == 0 else 'parent')\npid > 0",
+    );
+    assert.equal(fork.done.value, "True", "the child never sends a done frame of its own");
+    assert.match(fork.stdout, /parent/);
+    await python.execute("import asyncio\nasyncio.get_event_loop().close()");
+    assert.equal(
+      (await python.execute("import asyncio\nawait asyncio.sleep(0)\n'loop ok'")).done.value,
+      "'loop ok'",
+    );
+    assert.equal((await python.execute("'next'")).done.value, "'next'", "no stray frame from the child");
+  });
+});
+
 Deno.test("a busy loop and a blocking sleep time out and the session stays usable", async () => {
   await withPython(async (python) => {
     await python.execute("kept = 'yes'");

@@ -1,0 +1,341 @@
+/**
+ * The program the locked-down `deno run` subprocess executes. Its main thread speaks the host <-> sandbox
+ * frames on stdin/stdout and keeps time; Python (Pyodide) runs on a worker, so the main thread can interrupt
+ * it at a timeout, watch memory and exit without its cooperation.
+ *
+ * Both functions are written into one file with `Function.prototype.toString` (see `hostProgram`), which
+ * keeps them working inside a compiled binary, so they must not refer to anything outside themselves.
+ *
+ * Main thread -> worker: one init message, then every stdin line through a shared-memory mailbox (so Python
+ * blocked in a synchronous call can still receive its answer). Worker -> main thread: each outgoing frame as
+ * a string, `{fatal}` on a failure, or the snapshot bytes in snapshot mode.
+ * @module
+ */
+
+/** What the subprocess gets as its only argument (JSON). */
+export interface HostConfig {
+  /** "serve" runs sessions; "snapshot" writes a start-up memory snapshot to stdout and exits. */
+  mode: "serve" | "snapshot";
+  /** Directory of the Pyodide distribution, with a trailing separator. */
+  assets: string;
+  /** A memory snapshot to start from, made earlier in snapshot mode. */
+  snapshot?: string;
+  /** Bytes the sandboxed code may allocate on top of the runtime's own footprint. */
+  memoryBytes: number;
+  /** Source of the sandbox bootstrap (its `install()` puts the runtime modules on sys.meta_path). */
+  bootstrap?: string;
+}
+
+/** Entry point of the subprocess's main thread. */
+export async function pyodideHostMain(workerMain: () => void, glue: string): Promise<void> {
+  const config = JSON.parse(Deno.args[0]) as HostConfig;
+  // Mailbox layout (Int32 slots): interrupt flag (Pyodide's interrupt buffer), mailbox state
+  // (0 empty, 1 full), chunk length, more-chunks flag. The data area follows.
+  const INTERRUPT = 0, STATE = 1, LENGTH = 2, MORE = 3, CHUNK = 1 << 20, SIGINT = 2;
+  const MEMORY_SLACK = 128 * 1024 * 1024;
+  const sab = new SharedArrayBuffer(16 + CHUNK);
+  const ctrl = new Int32Array(sab, 0, 4);
+  const data = new Uint8Array(sab, 16);
+  const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
+
+  const writeAll = (bytes: Uint8Array) => {
+    for (let at = 0; at < bytes.length;) at += Deno.stdout.writeSync(bytes.subarray(at));
+  };
+  const fail = (message: string): never => {
+    try {
+      Deno.stderr.writeSync(encoder.encode(`codemode pyodide: ${message}\n`));
+    } finally {
+      Deno.exit(70);
+    }
+    throw new Error(message);
+  };
+
+  const source = `(${workerMain})()`;
+  const worker = new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })), {
+    type: "module",
+  });
+  worker.onerror = (event) => {
+    event.preventDefault();
+    fail(`the Python worker failed: ${event.message}`);
+  };
+
+  let armed: { id: unknown; timer: ReturnType<typeof setTimeout> } | undefined;
+  let memoryCap = Infinity;
+  const disarm = () => {
+    if (armed) clearTimeout(armed.timer);
+    armed = undefined;
+    Atomics.store(ctrl, INTERRUPT, 0);
+  };
+  const interrupt = () => {
+    Atomics.store(ctrl, INTERRUPT, SIGINT);
+    Atomics.notify(ctrl, INTERRUPT);
+    Atomics.notify(ctrl, STATE);
+  };
+
+  worker.onmessage = (event: MessageEvent) => {
+    const message = event.data;
+    if (typeof message === "string") {
+      writeAll(encoder.encode(message + "\n"));
+      const head = message.slice(0, 40);
+      if (armed && /^\{"type":\s*"done"/.test(head)) {
+        try {
+          if (JSON.parse(message).id === armed.id) disarm();
+        } catch { /* not a frame the worker should send; the host drops it */ }
+      } else if (/^\{"type":\s*"ready"/.test(head) && memoryCap === Infinity) {
+        memoryCap = Deno.memoryUsage().rss + config.memoryBytes + MEMORY_SLACK;
+      }
+    } else if (message instanceof Uint8Array && config.mode === "snapshot") {
+      writeAll(message);
+      Deno.exit(0);
+    } else if (message && typeof message === "object" && typeof message.fatal === "string") {
+      fail(message.fatal);
+    }
+  };
+  worker.postMessage({ ...config, sab, glue });
+  if (config.mode === "snapshot") return;
+
+  // The whole process's memory: what the Python heap cap can't see (JS objects, array buffers).
+  setInterval(() => {
+    const rss = Deno.memoryUsage().rss;
+    if (rss > memoryCap) {
+      fail(`the sandbox used ${Math.round(rss / 2 ** 20)} MiB, over its memory limit; it was stopped`);
+    }
+  }, 100);
+
+  // Lines go to the worker in chunks of at most CHUNK bytes, one chunk in the mailbox at a time.
+  const pending: { chunk: Uint8Array; more: number }[] = [];
+  let pumping = false;
+  const pump = async () => {
+    if (pumping) return;
+    pumping = true;
+    while (pending.length > 0) {
+      if (Atomics.load(ctrl, STATE) !== 0) {
+        const wait = Atomics.waitAsync(ctrl, STATE, 1);
+        if (wait.async) await wait.value;
+        continue;
+      }
+      const { chunk, more } = pending.shift()!;
+      data.set(chunk);
+      Atomics.store(ctrl, LENGTH, chunk.length);
+      Atomics.store(ctrl, MORE, more);
+      Atomics.store(ctrl, STATE, 1);
+      Atomics.notify(ctrl, STATE);
+    }
+    pumping = false;
+  };
+  const deliver = (line: Uint8Array) => {
+    const head = decoder.decode(line.subarray(0, 40));
+    if (/^\{"type":\s*"shutdown"/.test(head)) Deno.exit(0);
+    if (/^\{"type":\s*"execute"/.test(head)) {
+      disarm();
+      try {
+        const frame = JSON.parse(decoder.decode(line));
+        const seconds = Number(frame.timeout) > 0 ? Number(frame.timeout) : 30;
+        // A little after the worker's own timer, which stops runs that are waiting rather than computing.
+        armed = { id: frame.id, timer: setTimeout(interrupt, seconds * 1000 + 100) };
+      } catch { /* the worker reports the bad frame */ }
+    }
+    for (let at = 0; at < line.length || at === 0; at += CHUNK) {
+      const chunk = line.subarray(at, at + CHUNK);
+      pending.push({ chunk, more: at + CHUNK < line.length ? 1 : 0 });
+      if (chunk.length === 0) break;
+    }
+    void pump();
+  };
+
+  let buffered: Uint8Array[] = [];
+  for await (const chunk of Deno.stdin.readable) {
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      buffered.push(chunk.subarray(start, nl));
+      const size = buffered.reduce((sum, part) => sum + part.length, 0);
+      const line = new Uint8Array(size);
+      let offset = 0;
+      for (const part of buffered) {
+        line.set(part, offset);
+        offset += part.length;
+      }
+      buffered = [];
+      start = nl + 1;
+      if (line.length > 0) deliver(line);
+    }
+    if (start < chunk.length) buffered.push(chunk.slice(start));
+  }
+  Deno.exit(0);
+}
+
+/** Entry point of the worker that runs Pyodide. */
+export function pyodideWorkerMain(): void {
+  // deno-lint-ignore no-explicit-any
+  const scope = globalThis as any;
+  const post = (message: unknown, transfer: Transferable[] = []) => scope.postMessage(message, transfer);
+  const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
+  const stderr = (text: string) => Deno.stderr.writeSync(encoder.encode(text + "\n"));
+  // stdout carries the protocol: nothing in here may print to it by accident.
+  for (const name of ["log", "info", "debug", "warn", "error", "trace", "dir", "table"]) {
+    scope.console[name] = (...args: unknown[]) => stderr(args.map(String).join(" "));
+  }
+  scope.addEventListener("unhandledrejection", (event: PromiseRejectionEvent) => {
+    event.preventDefault();
+    stderr(`unhandled rejection in the Python worker: ${String(event.reason).slice(-2000)}`);
+  });
+  scope.addEventListener("error", (event: ErrorEvent) => {
+    event.preventDefault();
+    stderr(`uncaught error in the Python worker: ${event.message}`);
+  });
+
+  scope.onmessage = async (event: MessageEvent) => {
+    scope.onmessage = null;
+    const config = event.data;
+    const INTERRUPT = 0, STATE = 1, LENGTH = 2, MORE = 3;
+    const ctrl = new Int32Array(config.sab, 0, 4);
+    const data = new Uint8Array(config.sab, 16);
+    try {
+      // Caps the Python heap (wasm memory): past it, malloc fails and Python raises MemoryError.
+      let heapCap = Infinity;
+      let memory: WebAssembly.Memory | undefined;
+      const wasm = scope.WebAssembly;
+      for (const name of ["instantiate", "instantiateStreaming"]) {
+        const original = wasm[name];
+        wasm[name] = async (
+          source: unknown,
+          imports: { env?: Record<string, unknown> },
+          ...rest: unknown[]
+        ) => {
+          const grow = imports?.env?.emscripten_resize_heap;
+          if (typeof grow === "function") {
+            imports.env!.emscripten_resize_heap = (size: number) => (size >>> 0) > heapCap ? 0 : grow(size);
+          }
+          const result = await original.call(wasm, source, imports, ...rest);
+          const exported = (result.instance ?? result).exports?.memory;
+          if (!memory && exported instanceof WebAssembly.Memory) memory = exported;
+          return result;
+        };
+      }
+      // No threads for sandboxed code, as a container's pids limit would have it.
+      delete scope.Worker;
+
+      const { loadPyodide } = await import(new URL("pyodide.mjs", "file://" + config.assets).href);
+      const snapshotMode = config.mode === "snapshot";
+      const pyodide = await loadPyodide({
+        indexURL: config.assets,
+        env: { HOME: "/home/pyodide" },
+        stdout: stderr,
+        stderr,
+        stdin: () => null,
+        _makeSnapshot: snapshotMode || undefined,
+        _loadSnapshot: config.snapshot ? Deno.readFileSync(config.snapshot) : undefined,
+      });
+      if (snapshotMode) {
+        const snapshot: Uint8Array<ArrayBuffer> = pyodide.makeMemorySnapshot();
+        post(snapshot, [snapshot.buffer]);
+        return;
+      }
+      pyodide.setInterruptBuffer(new Int32Array(config.sab, 0, 1));
+
+      let parts: Uint8Array[] = [];
+      const take = (): string | null => {
+        while (Atomics.load(ctrl, STATE) === 1) {
+          const length = Atomics.load(ctrl, LENGTH), more = Atomics.load(ctrl, MORE);
+          parts.push(data.slice(0, length));
+          Atomics.store(ctrl, STATE, 0);
+          Atomics.notify(ctrl, STATE);
+          if (more) continue;
+          let whole = parts[0];
+          if (parts.length > 1) {
+            whole = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+            let offset = 0;
+            for (const part of parts) {
+              whole.set(part, offset);
+              offset += part.length;
+            }
+          }
+          parts = [];
+          return decoder.decode(whole);
+        }
+        return null;
+      };
+      const receiveAsync = async (): Promise<string> => {
+        for (;;) {
+          const line = take();
+          if (line !== null) return line;
+          const wait = Atomics.waitAsync(ctrl, STATE, 0);
+          if (wait.async) await wait.value;
+        }
+      };
+      const interrupted = () => Atomics.exchange(ctrl, INTERRUPT, 0) !== 0;
+      // Writes to fds 1 and 2 arrive here with the GIL released, so Python can't be called: they wait,
+      // capped, until the transport drains them (before each print and at the end of a run).
+      const FD_CAP = 16 * 1024 * 1024;
+      const fds: Record<string, { chunks: Uint8Array[]; size: number; dropped: number }> = {
+        stdout: { chunks: [], size: 0, dropped: 0 },
+        stderr: { chunks: [], size: 0, dropped: 0 },
+      };
+      const fdWriter = (name: string) => ({
+        write: (buffer: Uint8Array) => {
+          const fd = fds[name];
+          const kept = buffer.subarray(0, Math.max(0, FD_CAP - fd.size));
+          if (kept.length > 0) fd.chunks.push(kept.slice());
+          fd.size += kept.length;
+          fd.dropped += buffer.length - kept.length;
+          return buffer.length;
+        },
+      });
+      const host = {
+        send: (line: string) => post(line),
+        /** Waits up to `ms` for the next line; null on timeout or interrupt. */
+        receive: (ms: number): string | null => {
+          const deadline = performance.now() + ms;
+          for (;;) {
+            const line = take();
+            if (line !== null || Atomics.load(ctrl, INTERRUPT) !== 0) return line;
+            const left = deadline - performance.now();
+            if (left <= 0) return null;
+            Atomics.wait(ctrl, STATE, 0, left);
+          }
+        },
+        /** Sleeps up to `ms`; true (and the flag cleared) when interrupted. */
+        wait: (ms: number): boolean => {
+          Atomics.wait(ctrl, INTERRUPT, 0, ms);
+          return interrupted();
+        },
+        interrupted,
+        /** Output written to an fd since the last call, and how many bytes of it were dropped. */
+        drain: (name: string) => {
+          const fd = fds[name];
+          if (fd.size === 0 && fd.dropped === 0) return undefined;
+          const bytes = new Uint8Array(fd.size);
+          let offset = 0;
+          for (const chunk of fd.chunks) {
+            bytes.set(chunk, offset);
+            offset += chunk.length;
+          }
+          const result = { bytes, dropped: fd.dropped };
+          fds[name] = { chunks: [], size: 0, dropped: 0 };
+          return result;
+        },
+      };
+
+      const bootstrap = await receiveAsync();
+      const namespace = pyodide.toPy({ __name__: "codemode_pyodide" });
+      pyodide.runPython(config.glue, { globals: namespace, filename: "<codemode>/pyodide_glue.py" });
+      const transport = namespace.get("start")(bootstrap, config.bootstrap ?? "", host);
+      pyodide.setStdout(fdWriter("stdout"));
+      pyodide.setStderr(fdWriter("stderr"));
+      if (memory) heapCap = memory.buffer.byteLength + config.memoryBytes;
+      transport.announce();
+      for (;;) {
+        const line = await receiveAsync();
+        try {
+          transport.on_line(line);
+        } catch (error) {
+          stderr(`the Python transport rejected a frame: ${String(error).slice(-2000)}`);
+        }
+      }
+    } catch (error) {
+      post({ fatal: `Pyodide failed to start: ${String((error as Error)?.stack ?? error).slice(-4000)}` });
+    }
+  };
+}

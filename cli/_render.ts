@@ -49,7 +49,7 @@ export function table(head: string[], rows: string[][], c: Colors = colors()): s
   const width = process.stdout.columns && process.stdout.columns > 40 ? process.stdout.columns : 120;
   const t = new Table({
     head: head.map((h) => c.bold(h)),
-    style: { head: [], border: [] },
+    style: { head: [], border: [], compact: true },
     wordWrap: true,
     wrapOnWordBoundary: true,
     colWidths: fitColumns(head, rows, width),
@@ -58,18 +58,29 @@ export function table(head: string[], rows: string[][], c: Colors = colors()): s
   return t.toString();
 }
 
-/** Column widths that fit `total` characters: short columns keep their width, long ones share the rest. */
+/** Column widths that fit `total` characters: columns that fit their fair share keep their width. */
 export function fitColumns(head: string[], rows: string[][], total: number): (number | null)[] {
   const natural = head.map((h, i) =>
     Math.max(visibleLength(h), ...rows.map((r) => longestLine(r[i] ?? ""))) + 2
   );
-  const room = total - (head.length + 1);
+  let room = total - (head.length + 1);
   if (natural.reduce((a, b) => a + b, 0) <= room) return natural.map(() => null);
-  const fair = Math.floor(room / head.length);
-  const small = natural.filter((w) => w <= fair).reduce((a, b) => a + b, 0);
-  const large = natural.filter((w) => w > fair).length;
-  const share = Math.max(10, Math.floor((room - small) / Math.max(1, large)));
-  return natural.map((w) => (w <= fair ? w : share));
+  const widths: (number | undefined)[] = natural.map(() => undefined);
+  // Settle the narrow columns first; whatever is left is shared by the wide ones.
+  for (let settled = true; settled;) {
+    settled = false;
+    const open = widths.filter((w) => w === undefined).length;
+    const fair = Math.floor(room / Math.max(1, open));
+    natural.forEach((w, i) => {
+      if (widths[i] === undefined && w <= fair) {
+        widths[i] = w;
+        room -= w;
+        settled = true;
+      }
+    });
+  }
+  const open = widths.filter((w) => w === undefined).length;
+  return widths.map((w) => w ?? Math.max(10, Math.floor(room / Math.max(1, open))));
 }
 
 function longestLine(text: string): number {

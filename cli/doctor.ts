@@ -102,7 +102,11 @@ export function renderReport(report: DoctorReport, c: Colors): string {
         report.servers.map((v) => [
           mark(v.status, c),
           v.name,
-          v.tools === undefined ? (v.problem?.message ?? "") : String(v.tools),
+          v.tools !== undefined
+            ? String(v.tools)
+            : v.status === "fail"
+            ? "failed (see below)"
+            : v.problem?.message ?? "",
           v.ms === undefined ? "" : formatMs(v.ms),
           v.source,
         ]),

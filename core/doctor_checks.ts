@@ -266,7 +266,7 @@ export async function checkServers(
         status: "fail",
         ms: Math.round(performance.now() - started),
         problem: {
-          message: `Server "${spec.name}" failed: ${(error as Error).message ?? error}`,
+          message: String((error as Error).message ?? error),
           fix: `Check ${what} in ${where(spec.source)}, or remove the entry`,
         },
       };

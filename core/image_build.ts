@@ -67,12 +67,14 @@ export interface ImageBuildResult {
 // Measured: debootstrap minbase with python3 fetches 112 packages; the data-science set about 190.
 const EXPECTED_PACKAGES = { base: 112, dataScience: 190 };
 
-// Where each debootstrap phase starts and ends within the rootfs step.
-const PHASES: Record<string, { verb: RegExp; from: number; to: number }> = {
-  retrieve: { verb: /^I: Retrieving (\S+)/, from: 0.05, to: 0.4 },
-  extract: { verb: /^I: Extracting (\S+?)\.*$/, from: 0.4, to: 0.5 },
-  unpack: { verb: /^I: Unpacking (\S+?)\.*$/, from: 0.5, to: 0.7 },
-  configure: { verb: /^I: Configuring (\S+?)\.*$/, from: 0.7, to: 0.9 },
+// Where each debootstrap phase starts and ends within the rootfs step. debootstrap unpacks and configures
+// the required packages, then unpacks and configures the rest, so those two phases share one range and one
+// count (two steps per package).
+const PHASES: Record<string, { verb: RegExp; group: string; steps: number; from: number; to: number }> = {
+  retrieve: { verb: /^I: Retrieving (\S+)/, group: "retrieve", steps: 1, from: 0.05, to: 0.4 },
+  extract: { verb: /^I: Extracting (\S+?)\.*$/, group: "extract", steps: 1, from: 0.4, to: 0.5 },
+  unpack: { verb: /^I: Unpacking (\S+?)\.*$/, group: "install", steps: 2, from: 0.5, to: 0.9 },
+  configure: { verb: /^I: Configuring (\S+?)\.*$/, group: "install", steps: 2, from: 0.5, to: 0.9 },
 };
 const MILESTONES: Array<[RegExp, string, number]> = [
   [/^I: Building rootfs/, "start", 0.01],
@@ -95,15 +97,15 @@ export class DebootstrapProgress {
   /** The progress a line reports, or undefined for lines that report none. */
   line(text: string): { phase: string; message: string; fraction: number } | undefined {
     const message = text.replace(/^I: /, "").trim();
-    for (const [phase, { verb, from, to }] of Object.entries(PHASES)) {
+    for (const [phase, { verb, group, steps, from, to }] of Object.entries(PHASES)) {
       const match = verb.exec(text);
       if (!match) continue;
       if (phase === "retrieve" && /^(InRelease|Release|Packages)$/.test(match[1])) {
         return this.#at(phase, message, from);
       }
-      const count = this.#counts[phase] = (this.#counts[phase] ?? 0) + 1;
+      const count = this.#counts[group] = (this.#counts[group] ?? 0) + 1;
       if (phase !== "retrieve") this.#total = Math.max(this.#counts.retrieve ?? 0, 1);
-      return this.#at(phase, message, from + (to - from) * Math.min(count / this.#total, 1));
+      return this.#at(phase, message, from + (to - from) * Math.min(count / (this.#total * steps), 1));
     }
     for (const [pattern, phase, fraction] of MILESTONES) {
       if (pattern.test(text)) return this.#at(phase, message, fraction);

@@ -109,6 +109,29 @@ export function buildRunArgs(start: SandboxStartOptions, config: OciRunConfig): 
   return args;
 }
 
+/** Resolves plugin options and limits into a run config; `cgroupLimits` is false where the engine cannot
+ * apply memory and pids limits (rootless on cgroup v1), so ulimits stand in for them. */
+export function runConfigFor(
+  engine: OciEngine,
+  options: OciOptions,
+  limits: SandboxLimits,
+  cgroupLimits: boolean,
+): OciRunConfig {
+  return {
+    engine,
+    runtime: options.runtime,
+    init: options.init ?? true,
+    nofile: options.nofile ?? 1024,
+    // RLIMIT_NPROC counts every process of the sandbox uid on the host (or user namespace), not per
+    // container: leave headroom for other sandboxes where the pids cgroup caps each one, and make it the
+    // cap itself where cgroup limits are not applied.
+    nproc: options.nproc ?? (cgroupLimits ? limits.pids * 4 : limits.pids),
+    tmpfsSize: options.tmpfsSize ?? "256m",
+    dataLimit: cgroupLimits ? undefined : parseMemory(limits.memory),
+    extraArgs: options.extraArgs ?? [],
+  };
+}
+
 /** Facts about the engine on this machine, read once from `info`. */
 interface EngineFacts {
   installed: boolean;
@@ -179,22 +202,6 @@ export function ociRuntime(
     })();
   }
 
-  function runConfig(limits: SandboxLimits, cgroupLimits: boolean): OciRunConfig {
-    return {
-      engine,
-      runtime: options.runtime,
-      init: options.init ?? true,
-      nofile: options.nofile ?? 1024,
-      // RLIMIT_NPROC counts every process of the sandbox uid on the host (or user namespace), not per
-      // container: leave headroom for other sandboxes where the pids cgroup caps each one, and make it the
-      // cap itself where cgroup limits are not applied.
-      nproc: options.nproc ?? (cgroupLimits ? limits.pids * 4 : limits.pids),
-      tmpfsSize: options.tmpfsSize ?? "256m",
-      dataLimit: cgroupLimits ? undefined : parseMemory(limits.memory),
-      extraArgs: options.extraArgs ?? [],
-    };
-  }
-
   async function remove(name: string): Promise<void> {
     // podman's rm -f waits 10 s for SIGTERM first, which hostile code ignores.
     const args = engine === "podman" ? ["rm", "-f", "-t", "0", name] : ["rm", "-f", name];
@@ -206,7 +213,7 @@ export function ociRuntime(
 
   async function start(start: SandboxStartOptions): Promise<SandboxProcess> {
     const known = await engineFacts();
-    const args = buildRunArgs(start, runConfig(start.limits, known.cgroupLimits));
+    const args = buildRunArgs(start, runConfigFor(engine, options, start.limits, known.cgroupLimits));
     const child = spawn(cli[0], [...cli.slice(1), ...args], {
       cwd: "/",
       env: engineEnv(),
@@ -216,9 +223,8 @@ export function ociRuntime(
       child.once("spawn", resolve);
       child.once("error", (error: NodeJS.ErrnoException) => {
         const problem = diagnose(engine, error.message, error.code);
-        reject(
-          new Error(`Cannot start sandbox "${start.name}": ${problem.message}: ${problem.fix ?? ""}`.trim()),
-        );
+        const fix = problem.fix ? `: ${problem.fix}` : "";
+        reject(new Error(`Cannot start sandbox "${start.name}": ${problem.message}${fix}`));
       });
     });
     // A write after the sandbox died must reject the writer, not crash the host with an unhandled 'error'.
@@ -273,9 +279,8 @@ export function ociRuntime(
     const result = await run(args, timeoutMs, proxies);
     if (result.code !== 0) {
       const problem = diagnose(engine, result.stderr, result.spawnError);
-      throw new Error(
-        `Cannot ${what} with ${engine}: ${problem.message}${problem.fix ? `: ${problem.fix}` : ""}`,
-      );
+      const reason = problem.fix ? `${problem.message}: ${problem.fix}` : firstErrorLine(result.stderr);
+      throw new Error(`Cannot ${what} with ${engine}: ${reason}`);
     }
   }
 
@@ -295,7 +300,7 @@ export function ociRuntime(
   }
 
   async function detect(): Promise<RuntimeDetection> {
-    const known = await engineFacts();
+    const [known, hasImage] = await Promise.all([engineFacts(), imageExists(image)]);
     const detection: RuntimeDetection = {
       name: engine,
       available: false,
@@ -311,7 +316,7 @@ export function ociRuntime(
         fix: "For cgroup limits use cgroup v2 (systemd.unified_cgroup_hierarchy=1) or a rootful engine",
       });
     }
-    if (!await imageExists(image)) {
+    if (!hasImage) {
       detection.problems.push({
         message: `The sandbox image "${image}" is missing`,
         fix: `Build it: codemode image build --runtime ${engine}`,
@@ -319,22 +324,23 @@ export function ociRuntime(
       return detection;
     }
     // Only a real container shows runtime, cgroup and ulimit failures; it takes a fraction of a second.
+    const probeName = `codemode-probe-${process.pid}-${randomBytes(4).toString("hex")}`;
     const probe = buildRunArgs(
       {
-        name: `codemode-probe-${process.pid}-${randomBytes(4).toString("hex")}`,
+        name: probeName,
         image,
         command: ["python3", "-c", "pass"],
         limits: DEFAULT_LIMITS,
         labels: { "codemode.probe": "true" },
       },
-      runConfig(DEFAULT_LIMITS, known.cgroupLimits),
+      runConfigFor(engine, options, DEFAULT_LIMITS, known.cgroupLimits),
     );
     const result = await run(probe, 30_000);
     if (result.code === 0) {
       detection.available = true;
     } else {
       detection.problems.push(diagnose(engine, result.stderr, result.spawnError));
-      await remove(probe[probe.indexOf("--name") + 1]).catch(() => {});
+      await remove(probeName).catch(() => {});
     }
     return detection;
   }

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Prepares a Debian 12 machine for codemode's tests, as root: container engines (podman rootful and
+# rootless, docker), deno and bun, npm dependencies, and the sandbox image in all three engine stores.
+# Idempotent: a second run only checks. Prints how long each step took.
+#
+# Environment: CODEMODE_ROOTLESS_USER (default codemode-rootless), CODEMODE_IMAGE (default
+# codemode-sandbox:latest), CODEMODE_REBUILD_IMAGE=1 to rebuild an image that already exists,
+# CODEMODE_APT_MIRROR to build the image from another mirror than the machine's apt sources.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rootless_user="${CODEMODE_ROOTLESS_USER:-codemode-rootless}"
+image="${CODEMODE_IMAGE:-codemode-sandbox:latest}"
+dockerd_log=/var/log/codemode-dockerd.log
+
+[ "$(id -u)" = 0 ] || { echo "setup.sh must run as root (it installs packages and creates a user)" >&2; exit 1; }
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# Seconds since a now_ms mark, with one decimal.
+since() { local ms=$(($(now_ms) - $1)); printf '%d.%d s' $((ms / 1000)) $((ms % 1000 / 100)); }
+step_started=0
+step() { step_started=$(now_ms); echo "==> $*"; }
+done_step() { echo "    done in $(since "$step_started")"; }
+setup_started=$(now_ms)
+
+step "Installing container engines and image tools from apt"
+packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
+  containernetworking-plugins iptables ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # runc in the same transaction makes it satisfy podman's "crun | runc" dependency.
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+done_step
+
+step "Starting dockerd"
+if ! docker info >/dev/null 2>&1; then
+  if [ -d /run/systemd/system ]; then
+    systemctl start docker
+  else
+    nohup dockerd >>"$dockerd_log" 2>&1 &
+  fi
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { echo "dockerd did not come up; see $dockerd_log" >&2; tail -20 "$dockerd_log" >&2; exit 1; }
+fi
+echo "    docker server $(docker version --format '{{.Server.Version}}')"
+done_step
+
+step "Configuring podman to use runc"
+# crun fails on cgroup v1 hosts with a hybrid v2 mount ("cgroups in hybrid mode not supported"). The
+# drop-in is read by rootful and rootless podman alike.
+mkdir -p /etc/containers/containers.conf.d
+cat >/etc/containers/containers.conf.d/50-codemode-runc.conf <<'EOF'
+# Written by codemode's scripts/setup.sh: crun cannot run containers on cgroup v1 hybrid hosts.
+[engine]
+runtime = "runc"
+EOF
+echo "    rootful podman runtime: $(podman info --format '{{.Host.OCIRuntime.Name}}')"
+done_step
+
+step "Creating the rootless podman user $rootless_user"
+id "$rootless_user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$rootless_user"
+user_home="$(getent passwd "$rootless_user" | cut -d: -f6)"
+# useradd usually allocates subordinate ids; otherwise take the range after the highest one in use.
+for file in /etc/subuid /etc/subgid; do
+  touch "$file"
+  if ! grep -q "^$rootless_user:" "$file"; then
+    first=$(awk -F: '{ end = $2 + $3; if (end > max) max = end } END { print (max < 100000 ? 100000 : max) }' "$file")
+    echo "$rootless_user:$first:65536" >>"$file"
+  fi
+done
+# Native rootless overlayfs needs Linux 5.13+; without it podman falls back to vfs (a full copy per container).
+kernel="$(uname -r | cut -d. -f1-2)"
+if [ "$(printf '%s\n5.13\n' "$kernel" | sort -V | head -n1)" = "5.13" ]; then
+  storage_conf="$user_home/.config/containers/storage.conf"
+  if [ ! -f "$storage_conf" ]; then
+    runuser -u "$rootless_user" -- mkdir -p "$user_home/.config/containers"
+    printf '[storage]\ndriver = "overlay"\n' | runuser -u "$rootless_user" -- tee "$storage_conf" >/dev/null
+    # A store created earlier with vfs would make podman refuse the new driver.
+    (cd / && runuser -u "$rootless_user" -- podman system reset -f >/dev/null 2>&1) || true
+  fi
+fi
+rootless_info="$(cd / && runuser -u "$rootless_user" -- podman info \
+  --format '{{.Host.Security.Rootless}} {{.Host.OCIRuntime.Name}} {{.Store.GraphDriverName}}' 2>/dev/null)" || {
+  echo "rootless podman does not work for $rootless_user:" >&2
+  (cd / && runuser -u "$rootless_user" -- podman info) >&2 || true
+  exit 1
+}
+echo "    rootless podman (rootless, runtime, storage): $rootless_info"
+done_step
+
+step "Installing deno and bun"
+command -v deno >/dev/null || npm install -g deno >/dev/null
+command -v bun >/dev/null || npm install -g bun >/dev/null
+echo "    $(deno --version | head -n1), bun $(bun --version)"
+done_step
+
+step "Installing npm dependencies"
+# npm ci wipes node_modules first; skip it when the installed tree matches the lockfile already.
+if [ -f "$repo/node_modules/.package-lock.json" ] &&
+  [ ! "$repo/package-lock.json" -nt "$repo/node_modules/.package-lock.json" ]; then
+  echo "    node_modules is up to date"
+else
+  (cd "$repo" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+done_step
+
+step "Building the sandbox image $image"
+rootless() { (cd / && runuser -u "$rootless_user" -- "$@"); }
+need_podman=1; need_docker=1; need_rootless=1
+if [ "${CODEMODE_REBUILD_IMAGE:-0}" != 1 ]; then
+  podman image exists "$image" && need_podman=0
+  docker image inspect "$image" >/dev/null 2>&1 && need_docker=0
+  rootless podman image exists "$image" && need_rootless=0
+fi
+if [ $((need_podman + need_docker + need_rootless)) -gt 0 ]; then
+  tar_dir="$(mktemp -d /tmp/codemode-image.XXXXXX)"
+  trap 'rm -rf "$tar_dir"' EXIT
+  chmod 755 "$tar_dir"
+  tar="$tar_dir/rootfs.tar"
+  t=$(now_ms)
+  bash "$repo/sandbox/image/build_rootfs.sh" "$tar" | grep -E '^I: (Building|Wrote)' | sed 's/^/    /' || true
+  [ -f "$tar" ] || { echo "building the root filesystem failed" >&2; exit 1; }
+  chmod 644 "$tar"
+  echo "    rootfs built in $(since "$t")"
+  # The product's own import path (cli/image.ts -> plugins/runtime), so the image config matches.
+  cd "$repo"
+  for engine in podman docker; do
+    var="need_$engine"
+    [ "${!var}" = 1 ] || continue
+    t=$(now_ms)
+    deno run -A cli.ts image build --runtime "$engine" --rootfs "$tar" --tag "$image" 2>&1 | sed 's/^/    /'
+    echo "    $engine import in $(since "$t")"
+  done
+  if [ "$need_rootless" = 1 ]; then
+    t=$(now_ms)
+    CODEMODE_IMPORT_TAR="$tar" CODEMODE_IMPORT_REF="$image" CODEMODE_IMPORT_USER="$rootless_user" deno eval '
+      import { podman } from "./plugins/runtime/podman.ts";
+      const user = Deno.env.get("CODEMODE_IMPORT_USER")!;
+      const plugin = podman({ command: ["runuser", "-u", user, "--", "podman"] });
+      await plugin.importImage(Deno.env.get("CODEMODE_IMPORT_TAR")!, Deno.env.get("CODEMODE_IMPORT_REF")!);
+    '
+    echo "    rootless podman import in $(since "$t")"
+  fi
+else
+  echo "    already present in rootful podman, docker and rootless podman (CODEMODE_REBUILD_IMAGE=1 rebuilds)"
+fi
+done_step
+
+step "Checking a sandbox starts in each engine"
+flags=(--rm --network none --read-only --cap-drop ALL --security-opt no-new-privileges --user 65534:65534
+  --ulimit nofile=1024:1024 --ulimit nproc=512:512 --pull never "$image" python3 -c "print('ok')")
+# No --runtime: this also checks that the runc drop-in is in effect.
+echo "    podman: $(podman run "${flags[@]}")"
+echo "    docker: $(docker run "${flags[@]}")"
+echo "    rootless podman: $(rootless podman run "${flags[@]}" 2>/dev/null)"
+done_step
+
+echo "==> Setup finished in $(since "$setup_started")"

@@ -80,13 +80,22 @@ export function runningDeno(): string | undefined {
   }
 }
 
+/** Where findDeno looks besides `roots`: the running deno and the PATH. */
+export interface DenoSearch {
+  running?: string;
+  path: string;
+}
+
 /** Finds deno: `explicit`, else the running deno, else PATH, else a node_modules/.bin above `roots`. */
-export function findDeno(explicit: string | undefined, roots: string[]): string | undefined {
+export function findDeno(
+  explicit: string | undefined,
+  roots: string[],
+  search: DenoSearch = { running: runningDeno(), path: process.env.PATH ?? "" },
+): string | undefined {
   if (explicit) return explicit;
-  const running = runningDeno();
-  if (running) return running;
+  if (search.running) return search.running;
   const names = process.platform === "win32" ? ["deno.exe", "deno.cmd"] : ["deno"];
-  for (const dir of (process.env.PATH ?? "").split(delimiter).filter(Boolean)) {
+  for (const dir of search.path.split(delimiter).filter(Boolean)) {
     for (const name of names) {
       if (isExecutable(join(dir, name))) return join(dir, name);
     }

@@ -42,11 +42,12 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
   const writeAll = (bytes: Uint8Array) => {
     for (let at = 0; at < bytes.length;) at += Deno.stdout.writeSync(bytes.subarray(at));
   };
-  const fail = (message: string): never => {
+  // 137 for the memory limit, as for a container the kernel's OOM killer stopped; 70 for other failures.
+  const fail = (message: string, code = 70): never => {
     try {
       Deno.stderr.writeSync(encoder.encode(`codemode pyodide: ${message}\n`));
     } finally {
-      Deno.exit(70);
+      Deno.exit(code);
     }
     throw new Error(message);
   };
@@ -99,7 +100,7 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
   setInterval(() => {
     const rss = Deno.memoryUsage().rss;
     if (rss > memoryCap) {
-      fail(`the sandbox used ${Math.round(rss / 2 ** 20)} MiB, over its memory limit; it was stopped`);
+      fail(`the sandbox used ${Math.round(rss / 2 ** 20)} MiB, over its memory limit; it was stopped`, 137);
     }
   }, 100);
 
@@ -284,15 +285,15 @@ export function pyodideWorkerMain(): void {
         },
       });
       const host = {
-        send: (line: string) => post(line),
-        /** Waits up to `ms` for the next line; null on timeout or interrupt. */
-        receive: (ms: number): string | null => {
+        send: (line: string) => post(line.endsWith("\n") ? line.slice(0, -1) : line),
+        /** Waits up to `ms` for the next line; undefined (None in Python) on timeout or interrupt. */
+        receive: (ms: number): string | undefined => {
           const deadline = performance.now() + ms;
           for (;;) {
             const line = take();
-            if (line !== null || Atomics.load(ctrl, INTERRUPT) !== 0) return line;
+            if (line !== null) return line;
             const left = deadline - performance.now();
-            if (left <= 0) return null;
+            if (left <= 0 || Atomics.load(ctrl, INTERRUPT) !== 0) return undefined;
             Atomics.wait(ctrl, STATE, 0, left);
           }
         },

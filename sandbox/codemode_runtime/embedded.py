@@ -2,7 +2,9 @@
 capture, no signals.
 
 The host creates one EmbeddedSession with `write(line)`, a function taking each outgoing frame as a
-JSON line, and awaits `handle(frame)` for every incoming frame (a dict or a JSON line). Output is
+JSON line, and awaits `handle(frame)` for every incoming frame (a dict or a JSON line). A host that can
+wait synchronously for an answer (e.g. through shared memory) passes `block(event)`, which must return
+once the answer was handed to `handle`; by default blocking calls fail. Output is
 captured by replacing sys.stdout/sys.stderr. Timeouts cancel the running task at its next await; code
 that never awaits can only be stopped by the host (Pyodide's interrupt buffer raises KeyboardInterrupt,
 or the host drops the whole interpreter).
@@ -20,9 +22,9 @@ from .rpc import refuse_blocking
 class EmbeddedSession:
     """A kernel driven frame by frame by its host, inside the host's own event loop."""
 
-    def __init__(self, config, write, *, namespace=None):
+    def __init__(self, config, write, *, block=refuse_blocking, namespace=None):
         self._write = write
-        self.kernel = Kernel(config, self.send, block=refuse_blocking, namespace=namespace)
+        self.kernel = Kernel(config, self.send, block=block, namespace=namespace)
         limit = self.kernel.config["max_output"]
         self._streams = (OutputStream("stdout", self.send, limit), OutputStream("stderr", self.send, limit))
         self._writers = tuple(FrameWriter(stream) for stream in self._streams)

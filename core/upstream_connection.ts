@@ -29,6 +29,7 @@ import {
   UpstreamStartError,
   UpstreamTimeoutError,
 } from "./upstream_errors.ts";
+import { UpstreamOutputLog } from "./upstream_output_log.ts";
 import { type ExitInfo, UpstreamStdioTransport } from "./upstream_stdio_transport.ts";
 
 /** Lifecycle of one server. */
@@ -76,8 +77,6 @@ interface Session {
 }
 
 const CLIENT_INFO = { name: "codemode", version: "0.1.0" };
-const STDERR_LINES_PER_SECOND = 50;
-const STDERR_TAIL_LINES = 12;
 
 /** A lazily started, self-healing client connection to one MCP server. */
 export class UpstreamConnection {
@@ -91,12 +90,12 @@ export class UpstreamConnection {
   #starting?: Promise<Session>;
   /** The session being connected, so close() can stop a start midway. */
   #attempt?: Session;
-  #stderr: StderrLog;
+  #stderr: UpstreamOutputLog;
 
   constructor(spec: ServerSpec, options: ConnectionOptions) {
     this.spec = spec;
     this.#options = options;
-    this.#stderr = new StderrLog(spec.name);
+    this.#stderr = new UpstreamOutputLog(spec.name);
   }
 
   /** Where the server is in its lifecycle. */
@@ -120,6 +119,7 @@ export class UpstreamConnection {
       .then((result) => result.tools)
       .catch((error) => {
         session.tools = undefined;
+        this.#dropIfLost(session, error);
         throw this.#explain(error, session, "tools/list", this.#timeout());
       });
     return await session.tools;
@@ -139,6 +139,7 @@ export class UpstreamConnection {
         signal: options.signal,
       }) as CallToolResult;
     } catch (error) {
+      if (!options.signal?.aborted) this.#dropIfLost(session, error);
       throw this.#explain(error, session, tool, timeoutMs, options.signal);
     }
   }
@@ -177,6 +178,7 @@ export class UpstreamConnection {
   async #start(): Promise<Session> {
     this.#starts++;
     this.#state = "starting";
+    this.#session = undefined;
     this.#error = undefined;
     this.#stderr.clear();
     const name = this.spec.name;
@@ -264,8 +266,8 @@ export class UpstreamConnection {
         cwd: spec.cwd,
         env: serverEnv(spec),
         maxMessageBytes: this.#options.maxMessageBytes,
-        onStderrLine: (line) => this.#stderr.write("upstream stderr", line),
-        onNoise: (line) => this.#stderr.write("upstream stdout noise", line),
+        onStderrLine: (line) => this.#stderr.stderr(line),
+        onNoise: (line) => this.#stderr.noise(line),
       });
     } else {
       if (!spec.url) throw new Error(`no URL configured`);
@@ -288,12 +290,25 @@ export class UpstreamConnection {
 
   #ended(session: Session): void {
     const exit = (session.transport as Partial<UpstreamStdioTransport>).exit;
-    session.ended = exit ? `exited (${exitText(exit)})` : "closed the connection";
+    session.ended ??= exit ? `exited (${exitText(exit)})` : "closed the connection";
     this.#stderr.flush();
-    if (session !== this.#session || this.#state === "closed") return;
+    if (session !== this.#session || this.#state !== "ready") return;
     this.#state = "failed";
     this.#error = `MCP server "${this.spec.name}" ${session.ended}`;
     log.debug("upstream server ended", { server: this.spec.name, how: session.ended });
+  }
+
+  /**
+   * A remote transport failing under a call (server restarted and forgot our session, network cut) leaves
+   * a session that can never work again; end it so the next call reconnects.
+   */
+  #dropIfLost(session: Session, error: unknown): void {
+    if (session.kind === "stdio" || session.ended || error instanceof ProtocolError) return;
+    const code = error instanceof SdkError ? error.code : undefined;
+    if (code === SdkErrorCode.RequestTimeout || code === SdkErrorCode.InvalidResult) return;
+    session.ended = `lost the connection (${clip(describe(error).replace(/\s+/g, " "), 200)})`;
+    void session.transport.close().catch(() => {});
+    this.#ended(session);
   }
 
   /** Turns whatever the SDK threw into an `UpstreamError` that names the server and the tool. */
@@ -313,7 +328,8 @@ export class UpstreamConnection {
     if (session.ended || (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed)) {
       const how = session.ended ?? "closed the connection";
       return new UpstreamExitedError(
-        `MCP server "${name}" ${how} during the call to "${tool}"; the next call restarts it` +
+        `MCP server "${name}" ${how} during the call to "${tool}"; ` +
+          `the next call ${session.kind === "stdio" ? "restarts" : "reconnects"} it` +
           (this.#stderr.tail() ? `; its stderr ends with: ${this.#stderr.tail()}` : ""),
         name,
         tool,
@@ -340,51 +356,6 @@ export class UpstreamConnection {
       tool,
       { cause: error },
     );
-  }
-}
-
-/** Logs a server's stderr at debug level without letting a flood through, and keeps the last lines. */
-class StderrLog {
-  #server: string;
-  #lines: string[] = [];
-  #windowStart = 0;
-  #inWindow = 0;
-  #suppressed = 0;
-
-  constructor(server: string) {
-    this.#server = server;
-  }
-
-  write(msg: string, line: string): void {
-    if (!line.trim()) return;
-    this.#lines.push(clip(line, 300));
-    if (this.#lines.length > STDERR_TAIL_LINES) this.#lines.shift();
-    const now = Date.now();
-    if (now - this.#windowStart >= 1000) {
-      this.flush();
-      this.#windowStart = now;
-      this.#inWindow = 0;
-    }
-    if (++this.#inWindow > STDERR_LINES_PER_SECOND) this.#suppressed++;
-    else log.debug(msg, { server: this.#server, line });
-  }
-
-  /** Reports how many lines the rate limit dropped since the last report. */
-  flush(): void {
-    if (this.#suppressed) {
-      log.debug("upstream output suppressed", { server: this.#server, lines: this.#suppressed });
-    }
-    this.#suppressed = 0;
-  }
-
-  /** Forgets the kept lines (a new process has started). */
-  clear(): void {
-    this.#lines = [];
-  }
-
-  /** The last few lines, joined, for error messages. */
-  tail(): string {
-    return clip(this.#lines.join(" | "), 1200);
   }
 }
 

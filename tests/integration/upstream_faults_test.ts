@@ -98,7 +98,7 @@ Deno.test("a server that exits mid-call fails that call promptly with its exit c
       return true;
     });
     for (const call of bystanders) await assert.rejects(call, /exited \(code 7\) during the call to "slow"/);
-    assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
+    assert.ok(Date.now() - started < 3000, `took ${Date.now() - started} ms`);
     assert.equal(pool.status("f").state, "failed");
 
     const after = Number(textOf(await pool.callTool("f", "pid")));
@@ -119,9 +119,14 @@ Deno.test("a hanging call times out at the server's timeoutMs, is cancelled on t
       return true;
     });
     const took = Date.now() - started;
-    assert.ok(took >= 290 && took < 1500, `took ${took} ms`);
-    assert.equal(textOf(await pool.callTool("h", "cancellations")), "1");
+    assert.ok(took >= 290 && took < 3000, `took ${took} ms`);
     assert.equal(textOf(await pool.callTool("h", "echo", { message: "alive" })), "alive");
+    let cancelled = "";
+    for (let i = 0; i < 50 && cancelled !== "1"; i++) {
+      if (i) await new Promise((resolve) => setTimeout(resolve, 20));
+      cancelled = textOf(await pool.callTool("h", "cancellations"));
+    }
+    assert.equal(cancelled, "1");
     assert.equal(pool.status("h").restarts, 0);
   }, { callTimeoutMs: 60_000 });
 });
@@ -137,7 +142,13 @@ Deno.test("a per-call timeout overrides the server's, and an aborted signal canc
       call,
       (error: Error) => error instanceof UpstreamCancelledError && /cancelled/.test(error.message),
     );
-    assert.equal(textOf(await pool.callTool("h", "cancellations")), "2");
+    // The server handles the cancel notification asynchronously; give it a moment.
+    let cancelled = "";
+    for (let i = 0; i < 50 && cancelled !== "2"; i++) {
+      if (i) await new Promise((resolve) => setTimeout(resolve, 20));
+      cancelled = textOf(await pool.callTool("h", "cancellations"));
+    }
+    assert.equal(cancelled, "2");
   });
 });
 
@@ -158,7 +169,7 @@ Deno.test("hundreds of slow calls to one server run concurrently", async () => {
     );
     results.forEach((result, i) => assert.equal(textOf(result), `r${i}`));
     // One after another this would take 90 s.
-    assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
+    assert.ok(Date.now() - started < 10_000, `took ${Date.now() - started} ms`);
   });
 });
 
@@ -292,12 +303,12 @@ Deno.test("close() kills a server's whole process tree, and a start in progress"
   const pool = new UpstreamPool([faulty("f"), faulty("s", ["--silent", marker])]);
   const server = Number(textOf(await pool.callTool("f", "pid")));
   const child = Number(textOf(await pool.callTool("f", "spawn_child")));
-  const starting = pool.listTools("s");
+  const starting = assert.rejects(pool.listTools("s"), UpstreamClosedError);
   const deadline = Date.now() + 10_000;
   while (pidsWith(marker).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   assert.ok(alive(server) && alive(child) && pidsWith(marker).length > 0);
   await pool.close();
-  await assert.rejects(starting, UpstreamClosedError);
+  await starting;
   assert.ok(!alive(server), "server still running");
   assert.ok(!alive(child), "its child still running");
   assert.deepEqual(pidsWith(marker), []);

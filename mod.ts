@@ -18,6 +18,7 @@ import { setLogLevel } from "./core/log.ts";
 import { podman } from "./plugins/runtime/podman.ts";
 import { docker } from "./plugins/runtime/docker.ts";
 import { nerdctl } from "./plugins/runtime/nerdctl.ts";
+import { pyodide } from "./plugins/runtime/pyodide.ts";
 import { compact } from "./plugins/output/compact.ts";
 import { toon } from "./plugins/output/toon.ts";
 import { json } from "./plugins/output/json.ts";
@@ -31,15 +32,16 @@ export type * from "./core/contracts/discovery.ts";
 export { Codemode, type CodemodeOptions } from "./core/app.ts";
 export { PluginRegistry } from "./core/registry.ts";
 export { loadSettings, type Settings, SettingsError } from "./core/settings.ts";
-export { compact, docker, json, nerdctl, podman, toon };
+export { compact, docker, json, nerdctl, podman, pyodide, toon };
 export { VERSION };
 
 /** The registry with every bundled plugin; `auto` tries runtimes in this order. */
-export function defaultPlugins(): PluginRegistry {
+export function defaultPlugins(settings?: Pick<Settings, "stateDir">): PluginRegistry {
   const registry = new PluginRegistry()
     .registerRuntime(podman())
     .registerRuntime(docker())
     .registerRuntime(nerdctl())
+    .registerRuntime(pyodide({ stateDir: settings?.stateDir }))
     .registerOutput(compact())
     .registerOutput(toon())
     .registerOutput(json());
@@ -55,7 +57,7 @@ export async function createCodemode(options: CreateOptions = {}): Promise<Codem
   const settings = options.settings ?? loadSettings();
   setLogLevel(settings.logLevel);
   return await Codemode.create({
-    plugins: options.plugins ?? defaultPlugins(),
+    plugins: options.plugins ?? defaultPlugins(settings),
     sandbox: options.sandbox ?? { command: bootstrapCommand(), bootstrapFrame },
     version: VERSION,
     ...options,

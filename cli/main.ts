@@ -12,7 +12,9 @@ export const USAGE_ERROR = 2;
 /** Runs the CLI with `argv` (without the program name) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
   let exitCode = 0;
-  const setExit = (code: number) => (exitCode = code);
+  const setExit = (code: number): void => {
+    exitCode = code;
+  };
   const program = new Command("codemode")
     .description("One MCP tool, run_python, that reaches every MCP server you have configured from a sandbox")
     .version(VERSION, "-V, --version")

@@ -4,13 +4,13 @@
  * @module
  */
 import type { McpServer } from "@modelcontextprotocol/server";
-import type { DiscoveryContext, Diagnostic, ServerSpec } from "./contracts/discovery.ts";
+import type { Diagnostic, DiscoveryContext, ServerSpec } from "./contracts/discovery.ts";
 import type { RuntimePlugin } from "./contracts/runtime.ts";
 import type { BootstrapConfig, HostFrame } from "./protocol.ts";
 import { pythonAlias } from "./protocol.ts";
 import type { Settings } from "./settings.ts";
 import type { PluginRegistry } from "./registry.ts";
-import { defaultDiscoveryContext, discoverServers, type DiscoveryReport } from "./discovery.ts";
+import { defaultDiscoveryContext, discoverServers, type Discovery } from "./discovery.ts";
 import { UpstreamPool } from "./upstream_pool.ts";
 import { ToolCatalog } from "./tool_catalog.ts";
 import { encodeRawResult, unwrapToolResult } from "./tool_result.ts";
@@ -44,14 +44,14 @@ export interface CodemodeOptions {
 export class Codemode {
   readonly settings: Settings;
   readonly servers: ServerSpec[];
-  readonly discovery: DiscoveryReport;
+  readonly discovery: Discovery;
   readonly pool: UpstreamPool;
   readonly catalog: ToolCatalog;
   readonly sessions: SessionManager;
   #options: CodemodeOptions;
   #runtime?: Promise<RuntimePlugin>;
 
-  private constructor(options: CodemodeOptions, discovery: DiscoveryReport) {
+  private constructor(options: CodemodeOptions, discovery: Discovery) {
     this.#options = options;
     this.settings = options.settings;
     this.discovery = discovery;
@@ -75,7 +75,7 @@ export class Codemode {
 
   /** Discovers servers and builds a codemode; nothing is started yet. */
   static async create(options: CodemodeOptions): Promise<Codemode> {
-    const discovery: DiscoveryReport = options.servers
+    const discovery: Discovery = options.servers
       ? { servers: options.servers, skipped: [], diagnostics: [], files: [] }
       : await discoverServers(
         options.discoveryContext ?? defaultDiscoveryContext(),
@@ -90,7 +90,11 @@ export class Codemode {
 
   /** The sandbox runtime, selected once (lazily: detection runs commands). */
   runtime(): Promise<RuntimePlugin> {
-    this.#runtime ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes(), this.settings.image);
+    this.#runtime ??= selectRuntime(
+      this.settings.runtime,
+      this.#options.plugins.runtimes(),
+      this.settings.image,
+    );
     this.#runtime.catch(() => (this.#runtime = undefined));
     return this.#runtime;
   }
@@ -127,7 +131,9 @@ export class Codemode {
     const unknown = names.filter((n) => !known.has(n));
     await Promise.all(
       names.filter((n) => known.has(n)).map((n) =>
-        this.pool.listTools(known.get(n)!).catch((e) => log.warn("preload failed", { server: n, error: String(e) }))
+        this.pool.listTools(known.get(n)!).catch((e) =>
+          log.warn("preload failed", { server: n, error: String(e) })
+        )
       ),
     );
     return unknown;

@@ -1,0 +1,42 @@
+/**
+ * What the light CLI commands (search, tools, servers) share: settings and discovered servers, with
+ * the upstream pool loaded only when a server really has to be started.
+ * @module
+ */
+import type { Tool } from "@modelcontextprotocol/client";
+import { loadSettings, type Settings } from "../core/settings.ts";
+import { setLogLevel } from "../core/log.ts";
+import { defaultDiscoveryContext, discoverServers, type Discovery } from "../core/discovery.ts";
+import { defaultDiscoveryPlugins } from "../plugins/discovery/mod.ts";
+import type { ServerSpec } from "../core/contracts/discovery.ts";
+import type { UpstreamPool } from "../core/upstream_pool.ts";
+
+/** Settings, discovered servers and a lazy tool lister. */
+export interface CliConfig {
+  settings: Settings;
+  discovery: Discovery;
+  lister: (spec: ServerSpec) => Promise<Tool[]>;
+  close(): Promise<void>;
+}
+
+/** Loads settings and discovers servers; starts nothing. */
+export async function cliConfig(): Promise<CliConfig> {
+  const settings = loadSettings();
+  setLogLevel(settings.logLevel);
+  const discovery = await discoverServers(defaultDiscoveryContext(), defaultDiscoveryPlugins(), {
+    allowSelf: settings.allowSelf,
+  });
+  let pool: Promise<UpstreamPool> | undefined;
+  const getPool = () =>
+    pool ??= import("../core/upstream_pool.ts").then(({ UpstreamPool }) =>
+      new UpstreamPool(discovery.servers)
+    );
+  return {
+    settings,
+    discovery,
+    lister: async (spec) => (await getPool()).listTools(spec.name),
+    close: async () => {
+      if (pool) await (await pool).close();
+    },
+  };
+}

@@ -176,7 +176,12 @@ export function pyodideWorkerMain(): void {
   const stderr = (text: string) => Deno.stderr.writeSync(encoder.encode(text + "\n"));
   // stdout carries the protocol: nothing in here may print to it by accident.
   for (const name of ["log", "info", "debug", "warn", "error", "trace", "dir", "table"]) {
-    scope.console[name] = (...args: unknown[]) => stderr(args.map(String).join(" "));
+    scope.console[name] = (...args: unknown[]) => {
+      const text = args.map(String).join(" ");
+      stderr(text);
+      // The interpreter is unusable after this (os.system is one way there): end now, not at the timeout.
+      if (text.startsWith("Pyodide has suffered a fatal error")) post({ fatal: text });
+    };
   }
   scope.addEventListener("unhandledrejection", (event: PromiseRejectionEvent) => {
     event.preventDefault();

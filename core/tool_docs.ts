@@ -64,24 +64,28 @@ export function toolDoc(server: string, tool: Tool): ToolDoc {
 /**
  * Splits an identifier or a phrase into lower-case words: on `_`, `-`, `.`, spaces and other punctuation,
  * at camelCase humps (`getFileInfo`, `HTMLParser`) and between letters and digits (`v2api`). A segment that
- * splits further is also kept whole (`s3`, `gzip`), so queries that spell it joined still match.
+ * splits further is also kept whole (`s3`, `getfileinfo`), so queries that spell it joined still match,
+ * unless `joined` is false.
  */
-export function splitWords(text: string): string[] {
+export function splitWords(text: string, options: { joined?: boolean } = {}): string[] {
   const words: string[] = [];
-  for (const segment of text.split(/[^\p{L}\p{N}]+/u)) {
-    if (!segment) continue;
-    const parts = segment
-      .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, "$1 $2")
-      .replace(/(\p{Lu}+)(\p{Lu}\p{Ll})/gu, "$1 $2")
-      .replace(/(\p{L})(\p{N})/gu, "$1 $2")
-      .replace(/(\p{N})(\p{L})/gu, "$1 $2")
-      .toLowerCase()
-      .split(" ");
-    words.push(...parts);
-    if (parts.length > 1) words.push(segment.toLowerCase());
+  for (const segment of text.match(SEGMENT) ?? []) {
+    // Most words of a description are plain lower-case; they need no further splitting.
+    if (LOWER.test(segment)) {
+      words.push(segment);
+      continue;
+    }
+    const parts = segment.match(PART) ?? [];
+    for (const part of parts) words.push(part.toLowerCase());
+    if (parts.length > 1 && options.joined !== false) words.push(segment.toLowerCase());
   }
   return words;
 }
+
+const SEGMENT = /[\p{L}\p{N}]+/gu;
+const LOWER = /^[a-z]+$/;
+/** Upper-case runs before a capitalised word (HTML|Parser), capitalised or lower words, digit runs. */
+const PART = /\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{N}+|[\p{L}\p{N}]+/gu;
 
 /** The words of every searchable field of a doc. */
 export function searchFields(doc: ToolDoc): SearchFields {
@@ -95,7 +99,7 @@ export function searchFields(doc: ToolDoc): SearchFields {
     name: splitWords(doc.tool),
     title: splitWords(doc.title ?? ""),
     description: splitWords(doc.description ?? ""),
-    params: Object.keys(properties).flatMap(splitWords),
+    params: Object.keys(properties).flatMap((name) => splitWords(name)),
     paramDocs,
   };
 }

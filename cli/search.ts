@@ -1,0 +1,152 @@
+/**
+ * `codemode search <query> [--limit N] [--server S] [--json]`: searches the tool docs of every configured
+ * server. Reads the on-disk cache; servers missing from it are listed first (progress bar on a terminal).
+ * Imports no MCP client or runtime: the caller's `lister` decides how servers are started.
+ * @module
+ */
+import type { Tool } from "@modelcontextprotocol/client";
+import type { ServerSpec } from "../core/contracts/discovery.ts";
+import { type CatalogProgress, ToolCatalog } from "../core/tool_catalog.ts";
+import pc from "picocolors";
+
+/** What the catalog commands need from the CLI wiring. */
+export interface CatalogDeps {
+  /** Every configured server. */
+  specs: ServerSpec[];
+  /** codemode's state directory (the cache lives in `<stateDir>/tool-docs/`). */
+  stateDir: string;
+  /** Lists a server's tools, starting it if need be. */
+  lister: (spec: ServerSpec) => Promise<Tool[]>;
+  /** Where results go, in newline-terminated chunks (default: process stdout). */
+  stdout?: (s: string) => void;
+  /** Where warnings go, in newline-terminated chunks (default: process stderr). */
+  stderr?: (s: string) => void;
+  /** Whether a person is watching (default: whether stderr is a terminal). */
+  isTTY?: boolean;
+  /** Terminal width for tables (default: stdout's columns, else 100). */
+  columns?: number;
+}
+
+/** Options of {@link runSearch}. */
+export interface SearchCommandOptions {
+  limit: number;
+  server?: string;
+  json: boolean;
+}
+
+/** Runs `codemode search`; returns the exit code. */
+export async function runSearch(
+  query: string,
+  opts: SearchCommandOptions,
+  deps: CatalogDeps,
+): Promise<number> {
+  const io = terminal(deps);
+  if (!Number.isInteger(opts.limit) || opts.limit < 1) {
+    io.err(`Invalid --limit "${opts.limit}": give a whole number of 1 or more`);
+    return 2;
+  }
+  if (!query.trim()) {
+    io.err(`Empty query: give words to search for, e.g. codemode search "read file"`);
+    return 2;
+  }
+  const specs = opts.server === undefined ? deps.specs : deps.specs.filter((s) => s.name === opts.server);
+  if (opts.server !== undefined && !specs.length) {
+    io.err(`Unknown server "${opts.server}": run codemode servers to see the configured ones`);
+    return 1;
+  }
+  const catalog = await indexedCatalog(specs, deps, io);
+  const failed = catalog.status().filter((s) => s.state === "failed");
+  for (const s of failed) io.err(`Could not list the tools of "${s.server}": ${s.error}`);
+  if (specs.length && failed.length === specs.length) return 1;
+
+  const hits = catalog.search(query, { limit: opts.limit, server: opts.server });
+  if (opts.json) {
+    io.out(JSON.stringify(hits, null, 2));
+    return 0;
+  }
+  if (!hits.length) {
+    io.out(`No tools match "${query}" in ${catalog.docs().length} tools of ${specs.length} servers`);
+    return 0;
+  }
+  const width = Math.max(60, deps.columns ?? process.stdout.columns ?? 100);
+  const fixed = 7 + 18 + 26 + 13;
+  // Loaded here, not at the top: it costs ~60 ms and --json never needs it.
+  const { default: Table } = await import("cli-table3");
+  const table = new Table({
+    head: ["score", "server", "tool", "description"].map((h) => io.color.bold(h)),
+    colWidths: [7, 18, 26, Math.max(20, width - fixed)],
+    wordWrap: true,
+    style: { head: [], border: [] },
+  });
+  for (const hit of hits) {
+    table.push([
+      hit.score.toFixed(2),
+      io.color.cyan(hit.server),
+      io.color.green(hit.tool),
+      firstSentence(hit.description, 160),
+    ]);
+  }
+  io.out(table.toString());
+  return 0;
+}
+
+/** A catalog of `specs` with every server settled; shows a progress bar while servers are being listed. */
+export async function indexedCatalog(
+  specs: ServerSpec[],
+  deps: CatalogDeps,
+  io: Terminal,
+): Promise<ToolCatalog> {
+  let bar: { update(done: number, payload: object): void; stop(): void } | undefined;
+  let pending: Promise<void> | undefined;
+  const onProgress = (p: CatalogProgress) => {
+    if (!io.tty) return;
+    if (!bar && !pending && p.state === "indexing") {
+      pending = import("cli-progress").then(({ SingleBar }) => {
+        const b = new SingleBar({
+          format: "Indexing tool docs {bar} {value}/{total} {server}",
+          stream: process.stderr,
+          clearOnComplete: true,
+          hideCursor: true,
+        });
+        b.start(p.total, p.done, { server: p.server });
+        bar = b;
+      });
+    }
+    bar?.update(p.done, { server: p.server });
+  };
+  const catalog = new ToolCatalog(specs, deps.lister, { stateDir: deps.stateDir, onProgress });
+  await catalog.ready();
+  await pending;
+  bar?.stop();
+  return catalog;
+}
+
+/** Output streams and colours, as the CLI commands use them. */
+export interface Terminal {
+  out: (s: string) => void;
+  err: (s: string) => void;
+  tty: boolean;
+  color: ReturnType<typeof pc.createColors>;
+}
+
+/** Resolves the output side of `deps`; colour only on a terminal and never when NO_COLOR is set. */
+export function terminal(deps: CatalogDeps): Terminal {
+  const tty = deps.isTTY ?? Boolean(process.stderr.isTTY);
+  const noColor = Boolean(process.env.NO_COLOR);
+  const stdout = deps.stdout ?? ((s: string) => void process.stdout.write(s));
+  const stderr = deps.stderr ?? ((s: string) => void process.stderr.write(s));
+  return {
+    out: (s) => stdout(s + "\n"),
+    err: (s) => stderr(s + "\n"),
+    tty,
+    color: pc.createColors(tty && !noColor),
+  };
+}
+
+/** The first sentence (or line) of a description, cut to `max` characters. */
+export function firstSentence(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  const end = flat.search(/[.!?](\s|$)/);
+  const sentence = end >= 0 ? flat.slice(0, end + 1) : flat;
+  return sentence.length > max ? sentence.slice(0, max - 1) + "…" : sentence;
+}

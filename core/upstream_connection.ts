@@ -19,15 +19,10 @@ import type { ServerSpec } from "./contracts/discovery.ts";
 import { log } from "./log.ts";
 import { serverEnv } from "./safe_env.ts";
 import {
-  MESSAGE_TOO_LARGE,
-  UpstreamCallError,
+  explainCallFailure,
   UpstreamCancelledError,
   UpstreamClosedError,
-  UpstreamError,
-  UpstreamExitedError,
-  UpstreamResultTooLargeError,
   UpstreamStartError,
-  UpstreamTimeoutError,
 } from "./upstream_errors.ts";
 import { UpstreamOutputLog } from "./upstream_output_log.ts";
 import { type ExitInfo, UpstreamStdioTransport } from "./upstream_stdio_transport.ts";
@@ -131,7 +126,7 @@ export class UpstreamConnection {
     args: Record<string, unknown>,
     options: CallOptions = {},
   ): Promise<CallToolResult> {
-    const session = await this.#ready();
+    const session = await this.#readyUnlessAborted(tool, options.signal);
     const timeoutMs = this.#timeout(options.timeoutMs);
     try {
       return await session.client.callTool({ name: tool, arguments: args }, {
@@ -149,7 +144,11 @@ export class UpstreamConnection {
     this.#state = "closed";
     const session = this.#session;
     this.#session = undefined;
-    await Promise.allSettled([session?.transport.close(), this.#attempt?.transport.close(), this.#starting]);
+    await Promise.allSettled([
+      session && endSession(session),
+      this.#attempt?.transport.close(),
+      this.#starting,
+    ]);
   }
 
   /** A method, not a field read, because the state changes across awaits. */
@@ -173,6 +172,31 @@ export class UpstreamConnection {
     }
     this.#starting ??= this.#start().finally(() => (this.#starting = undefined));
     return this.#starting;
+  }
+
+  /** Waits for the session, but gives up as soon as the caller aborts (a start can take seconds). */
+  #readyUnlessAborted(tool: string, signal?: AbortSignal): Promise<Session> {
+    const ready = this.#ready();
+    if (!signal) return ready;
+    const cancelled = () => this.#cancelled(tool, signal.reason);
+    if (signal.aborted) return Promise.reject(cancelled());
+    return new Promise<Session>((resolve, reject) => {
+      const onAbort = () => reject(cancelled());
+      signal.addEventListener("abort", onAbort, { once: true });
+      ready.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
+  }
+
+  #cancelled(tool: string, cause: unknown): UpstreamCancelledError {
+    const name = this.spec.name;
+    return new UpstreamCancelledError(
+      `The call to "${tool}" on MCP server "${name}" was cancelled`,
+      name,
+      tool,
+      {
+        cause,
+      },
+    );
   }
 
   async #start(): Promise<Session> {
@@ -313,50 +337,30 @@ export class UpstreamConnection {
 
   /** Turns whatever the SDK threw into an `UpstreamError` that names the server and the tool. */
   #explain(error: unknown, session: Session, tool: string, timeoutMs: number, signal?: AbortSignal): Error {
-    const name = this.spec.name;
-    if (error instanceof UpstreamError) return error;
-    if (signal?.aborted) {
-      return new UpstreamCancelledError(
-        `The call to "${tool}" on MCP server "${name}" was cancelled`,
-        name,
-        tool,
-        {
-          cause: error,
-        },
-      );
-    }
-    if (session.ended || (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed)) {
-      const how = session.ended ?? "closed the connection";
-      return new UpstreamExitedError(
-        `MCP server "${name}" ${how} during the call to "${tool}"; ` +
-          `the next call ${session.kind === "stdio" ? "restarts" : "reconnects"} it` +
-          (this.#stderr.tail() ? `; its stderr ends with: ${this.#stderr.tail()}` : ""),
-        name,
-        tool,
-        { cause: error },
-      );
-    }
-    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
-      return new UpstreamTimeoutError(name, tool, timeoutMs);
-    }
-    if (error instanceof ProtocolError && error.code === MESSAGE_TOO_LARGE) {
-      return new UpstreamResultTooLargeError(
-        `MCP server "${name}" answered the call to "${tool}" with more data than codemode accepts ` +
-          `(${
-            error.message.replace(/^The server replied with /, "")
-          }); ask the tool for less (a page, a filter)`,
-        name,
-        tool,
-        { cause: error },
-      );
-    }
-    return new UpstreamCallError(
-      `MCP server "${name}" failed the call to "${tool}": ${clip(describe(error).replace(/\s+/g, " "), 600)}`,
-      name,
+    if (signal?.aborted) return this.#cancelled(tool, error);
+    return explainCallFailure(error, {
+      server: this.spec.name,
       tool,
-      { cause: error },
-    );
+      timeoutMs,
+      ended: session.ended,
+      remote: session.kind !== "stdio",
+      stderrTail: this.#stderr.tail(),
+    });
   }
+}
+
+/** Closes a session; a Streamable HTTP one first tells the server to drop it, briefly and best-effort. */
+async function endSession(session: Session): Promise<void> {
+  const transport = session.transport;
+  if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      transport.terminateSession().catch(() => {}),
+      new Promise((resolve) => (timer = setTimeout(resolve, 1000))),
+    ]);
+    clearTimeout(timer);
+  }
+  await transport.close();
 }
 
 function exitText(exit: ExitInfo): string {

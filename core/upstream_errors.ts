@@ -3,6 +3,7 @@
  * to do next, because the message reaches the agent's Python code as the text of an exception.
  * @module
  */
+import { ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
 
 /** JSON-RPC error code the stdio transport uses for a reply it had to drop for being too large. */
 export const MESSAGE_TOO_LARGE = -32099;
@@ -63,3 +64,57 @@ export class UpstreamCallError extends UpstreamError {}
 
 /** The pool was closed; no more calls are accepted. */
 export class UpstreamClosedError extends UpstreamError {}
+
+/** What is known about a failed call when its error is explained. */
+export interface FailureContext {
+  server: string;
+  tool: string;
+  /** The timeout the call ran under. */
+  timeoutMs: number;
+  /** How the session ended, if it has ("exited (code 3)", "lost the connection (...)"). */
+  ended?: string;
+  /** A remote server is reconnected, a local one restarted. */
+  remote: boolean;
+  /** The last lines the server wrote to stderr. */
+  stderrTail?: string;
+}
+
+/** Turns whatever the MCP SDK threw for a call into an `UpstreamError` naming the server and the tool. */
+export function explainCallFailure(error: unknown, context: FailureContext): UpstreamError {
+  const { server, tool } = context;
+  if (error instanceof UpstreamError) return error;
+  const options = { cause: error };
+  const closed = error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed;
+  if (context.ended || closed) {
+    return new UpstreamExitedError(
+      `MCP server "${server}" ${context.ended ?? "closed the connection"} during the call to "${tool}"; ` +
+        `the next call ${context.remote ? "reconnects" : "restarts"} it` +
+        (context.stderrTail ? `; its stderr ends with: ${context.stderrTail}` : ""),
+      server,
+      tool,
+      options,
+    );
+  }
+  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+    return new UpstreamTimeoutError(server, tool, context.timeoutMs);
+  }
+  if (error instanceof ProtocolError && error.code === MESSAGE_TOO_LARGE) {
+    const detail = error.message.replace(/^The server replied with /, "");
+    return new UpstreamResultTooLargeError(
+      `MCP server "${server}" answered the call to "${tool}" with more data than codemode accepts (${detail}); ` +
+        `ask the tool for less (a page, a filter)`,
+      server,
+      tool,
+      options,
+    );
+  }
+  const message = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ");
+  return new UpstreamCallError(
+    `MCP server "${server}" failed the call to "${tool}": ${
+      message.length > 600 ? `${message.slice(0, 600)}...` : message
+    }`,
+    server,
+    tool,
+    options,
+  );
+}

@@ -70,6 +70,8 @@ export class UpstreamStdioTransport implements Transport {
   #child?: ChildProcess;
   #exit?: ExitInfo;
   #exited?: Promise<void>;
+  /** Whether the process came up: true on "spawn", false on a spawn error. */
+  #spawned?: Promise<boolean>;
   #closed = false;
   #chunks: Buffer[] = [];
   #pending = 0;
@@ -95,6 +97,8 @@ export class UpstreamStdioTransport implements Transport {
   /** Spawns the server; rejects when the command cannot be started. */
   start(): Promise<void> {
     if (this.#child) throw new Error("UpstreamStdioTransport already started");
+    // close() may win the race against a start that is still on its way.
+    if (this.#closed) return Promise.reject(new Error("The transport was closed before the server started"));
     installExitHook();
     const { command, args = [], cwd, env } = this.#options;
     const child = spawn(command, args, {
@@ -130,18 +134,23 @@ export class UpstreamStdioTransport implements Transport {
       });
       exited();
     });
-    return new Promise<void>((resolve, reject) => {
+    let spawnError: Error | undefined;
+    this.#spawned = new Promise<boolean>((resolve) => {
       child.once("spawn", () => {
         live.add(child);
-        resolve();
+        resolve(true);
       });
       child.on("error", (error) => {
         if (live.has(child)) return this.onerror?.(error);
         // Never started (ENOENT, EACCES, bad cwd): there is no process to wait for.
+        spawnError = error;
         exited();
-        reject(error);
+        resolve(false);
         this.#finish();
       });
+    });
+    return this.#spawned.then((ok) => {
+      if (!ok) throw spawnError;
     });
   }
 
@@ -160,8 +169,8 @@ export class UpstreamStdioTransport implements Transport {
   /** Stops the server the way the MCP spec suggests (EOF, SIGTERM, SIGKILL) and waits for it to exit. */
   async close(): Promise<void> {
     const child = this.#child;
-    if (!child || !this.#exited) return this.#finish();
-    if (!this.#exit && live.has(child)) {
+    if (!child || !this.#exited || !(await this.#spawned)) return this.#finish();
+    if (!this.#exit) {
       child.stdin?.end();
       if (!(await settlesWithin(this.#exited, 300))) {
         killTree(child, "SIGTERM");

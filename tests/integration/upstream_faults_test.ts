@@ -298,6 +298,18 @@ Deno.test("a server that never answers fails within the start timeout and is kil
   }, { startTimeoutMs: 700 });
 });
 
+Deno.test("aborting a call while its server is still starting rejects it at once", async () => {
+  await withPool([faulty("s", ["--silent"])], async (pool) => {
+    const controller = new AbortController();
+    const call = pool.callTool("s", "echo", { message: "x" }, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 200);
+    const started = Date.now();
+    await assert.rejects(call, UpstreamCancelledError);
+    assert.ok(Date.now() - started < 1500, `took ${Date.now() - started} ms`);
+    assert.equal(pool.status("s").state, "starting");
+  }, { startTimeoutMs: 30_000 });
+});
+
 Deno.test("close() kills a server's whole process tree, and a start in progress", async () => {
   const marker = `--marker=starting-${crypto.randomUUID()}`;
   const pool = new UpstreamPool([faulty("f"), faulty("s", ["--silent", marker])]);

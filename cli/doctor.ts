@@ -22,7 +22,7 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
   const env = process.env;
   // Bad settings are findings, not a crash: the app runs on the valid ones (defaults for the rest).
   const { settings } = checkSettings(env);
-  const plugins = defaultPlugins();
+  const plugins = defaultPlugins(settings);
   // Discovery problems are in the report; logging them too would print each one twice.
   const app = await createCodemode({
     settings: env.CODEMODE_LOG_LEVEL || env.MCP_BRIDGE_LOG_LEVEL

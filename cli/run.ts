@@ -51,7 +51,7 @@ export async function runFile(file: string, options: RunOptions = {}): Promise<n
     throw error;
   }
 
-  const plugins = defaultPlugins();
+  const plugins = defaultPlugins(settings);
   const app = await createCodemode({ settings, plugins, indexInBackground: false });
   let closing: Promise<void> | undefined;
   const close = () => closing ??= app.close();

@@ -208,12 +208,13 @@ test("caps output per run and says so", async () => {
   try {
     const r = await m.run(
       "s",
-      "print('x' * (3 * 1024 * 1024))\nprint('never seen', file=__import__('sys').stderr)",
+      "print('x' * (3 * 1024 * 1024))\nprint('err', file=__import__('sys').stderr)",
       30,
     );
     assert.equal(r.status, "ok", r.error);
     assert.ok(r.stdout.length <= 1024 * 1024, `stdout is capped (${r.stdout.length})`);
     assert.ok(r.notes?.some((note) => /stdout/.test(note)), JSON.stringify(r.notes));
+    assert.equal(r.stderr, "err\n", "the other stream has its own cap");
     assert.equal((await m.run("s", "print('small')", 30)).stdout, "small\n");
   } finally {
     await m.closeAll();

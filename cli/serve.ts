@@ -9,8 +9,14 @@ import { log } from "../core/log.ts";
 
 /** Runs the stdio MCP server until the client goes away; resolves with the exit code. */
 export async function serve(): Promise<number> {
+  // stdout belongs to the protocol: anything a library prints must not corrupt it.
+  for (const method of ["log", "info", "debug"] as const) {
+    console[method] = (...args: unknown[]) => console.error(...args);
+  }
   const app = await createCodemode({ indexInBackground: true });
-  void app.sessions.reapLeftovers().catch((e) => log.warn("could not reap leftover sandboxes", { error: String(e) }));
+  void app.sessions.reapLeftovers().catch((e) =>
+    log.warn("could not reap leftover sandboxes", { error: String(e) })
+  );
   void app.runtime().catch((e) => log.warn("no sandbox runtime yet", { error: String(e) }));
   const server = app.mcpServer("stdio");
   const transport = new StdioServerTransport();

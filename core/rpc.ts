@@ -13,7 +13,11 @@ export interface RpcContext {
 }
 
 /** Serves one call from the sandbox; the resolved value is sent back as JSON. */
-export type RpcHandler = (method: string, params: Record<string, unknown>, context: RpcContext) => Promise<unknown>;
+export type RpcHandler = (
+  method: string,
+  params: Record<string, unknown>,
+  context: RpcContext,
+) => Promise<unknown>;
 
 /** An error that reaches sandbox code as an exception of the named Python type (e.g. "ToolError"). */
 export class RpcError extends Error {
@@ -28,5 +32,6 @@ export class RpcError extends Error {
 export function pythonErrorType(error: unknown): string {
   if (error instanceof RpcError) return error.pythonType;
   if (error instanceof Error && error.name === "ToolError") return "ToolError";
+  if (error instanceof Error && error.name === "UpstreamTimeoutError") return "TimeoutError";
   return "RuntimeError";
 }

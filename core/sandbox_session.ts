@@ -134,7 +134,7 @@ export class SandboxSession {
   async #execute(code: string, timeoutSeconds: number, onOutput?: OutputListener): Promise<RunResult> {
     const started = performance.now();
     if (!this.#alive) throw new Error(`Sandbox "${this.name}" is not running`);
-    const id = `run-${++this.#runs}`;
+    const id = `run-${++this.#runs}-${crypto.randomUUID()}`;
     const maxOutput = this.#options.maxOutput;
     let finish!: (frame: DoneFrame) => void;
     const done = new Promise<DoneFrame>((resolve) => (finish = resolve));

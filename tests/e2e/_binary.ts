@@ -4,17 +4,42 @@
  * @module
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-/** The compiled binary under test (scripts/compile.sh writes it). */
-export const BINARY = process.env.CODEMODE_E2E_BINARY ?? join(ROOT, "dist", "codemode");
+/** Temp directories the suite made; removed when the test worker ends. */
+const scratch: string[] = [];
+globalThis.addEventListener("unload", () => {
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The compiled binary scripts/compile.sh writes. */
+export const BUILT = process.env.CODEMODE_E2E_BINARY ?? join(ROOT, "dist", "codemode");
 /** Whether the binary exists; every test is skipped (loudly) when it does not. */
-export const HAVE_BINARY = existsSync(BINARY);
+export const HAVE_BINARY = existsSync(BUILT);
+/**
+ * The binary under test: a copy outside the checkout, so nothing (node_modules, sandbox sources,
+ * Deno) can be found next to it or above it.
+ */
+export const BINARY = HAVE_BINARY ? copyAway(BUILT) : BUILT;
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  scratch.push(dir);
+  return dir;
+}
+
+function copyAway(path: string): string {
+  const copy = join(tempDir("codemode-bin-"), "codemode");
+  copyFileSync(path, copy);
+  chmodSync(copy, 0o755);
+  return copy;
+}
+
 /** The sandbox image the suite runs with. */
 export const IMAGE = "codemode-sandbox:latest";
 /** server-everything's entry point, for the proxied-call tests. */
@@ -30,7 +55,7 @@ export const EVERYTHING = join(
 if (!HAVE_BINARY) {
   const bar = "!".repeat(78);
   console.error(
-    `\n${bar}\n!! e2e: ${BINARY} does not exist: SKIPPING the compiled binary suite.\n` +
+    `\n${bar}\n!! e2e: ${BUILT} does not exist: SKIPPING the compiled binary suite.\n` +
       `!! Build it first: bash scripts/compile.sh (deno task compile)\n${bar}\n`,
   );
 }
@@ -52,7 +77,7 @@ export function environment(
   servers: Record<string, unknown> = {},
   extra: Record<string, string> = {},
 ): Sandbox {
-  const base = mkdtempSync(join(tmpdir(), "codemode-e2e-"));
+  const base = tempDir("codemode-e2e-");
   const home = join(base, "home");
   const cwd = join(base, "work");
   mkdirSync(home, { recursive: true });

@@ -27,7 +27,9 @@ export async function main(argv: string[]): Promise<number> {
     .action(async () => setExit(await (await import("./serve.ts")).serve()));
 
   program.command("run")
-    .description("Run a Python file (or - for stdin) in the sandbox; exit 0 ok, 1 raised, 124 timeout, 2 usage")
+    .description(
+      "Run a Python file (or - for stdin) in the sandbox; exit 0 ok, 1 raised, 124 timeout, 2 usage",
+    )
     .argument("<file>", "Python file, or - to read stdin")
     .option("--servers <list>", "comma-separated MCP servers to start first")
     .option("--timeout <seconds>", "timeout in seconds")
@@ -40,7 +42,9 @@ export async function main(argv: string[]): Promise<number> {
     .option("--limit <n>", "most results", "10")
     .option("--server <name>", "only this server")
     .option("--json", "print JSON for scripts")
-    .action(async (query: string[], opts) => setExit(await (await import("./search_command.ts")).search(query, opts)));
+    .action(async (query: string[], opts) =>
+      setExit(await (await import("./search_command.ts")).search(query, opts))
+    );
 
   program.command("servers")
     .description("List configured MCP servers with their source files and diagnostics")

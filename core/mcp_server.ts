@@ -42,7 +42,10 @@ const DESCRIPTION = "Run Python in a persistent sandbox (state kept between call
 export function createMcpServer(options: McpServerOptions): McpServer {
   const server = new McpServer(
     { name: "codemode", version: options.version },
-    { instructions: "Use run_python to call MCP tools from Python; search tools with runtime.search_tool_docs." },
+    {
+      instructions:
+        "Use run_python to call MCP tools from Python; search tools with runtime.search_tool_docs.",
+    },
   );
   server.registerTool(
     "run_python",

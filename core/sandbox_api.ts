@@ -58,46 +58,47 @@ export function sandboxApi(pool: ToolCaller, docs: DocSearch, codec: ResultCodec
   const toolDocs = async (name: string): Promise<ToolDoc[]> =>
     (await pool.listTools(name)).map((t) => toolDoc(name, t));
 
-  const methods: Record<string, (params: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>> = {
-    async call_tool(params, signal) {
-      const name = server(params);
-      const tool = await resolveTool(pool, name, String(params.tool ?? ""));
-      const args = params.arguments ?? {};
-      if (typeof args !== "object" || Array.isArray(args)) {
-        throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
-      }
-      const result = await pool.callTool(name, tool, args as Record<string, unknown>, { signal });
-      return params.raw ? codec.raw(result) : codec.unwrap(result);
-    },
-    list_servers() {
-      return Promise.resolve(pool.names().map((name) => publicServer(name, pool.spec(name))));
-    },
-    async describe_server(params) {
-      const name = server(params, "name");
-      return { ...publicServer(name, pool.spec(name)), tools: (await toolDocs(name)).map(toolSummary) };
-    },
-    async list_tools(params) {
-      return (await toolDocs(server(params))).map(toolSummary);
-    },
-    async query_tool_docs(params) {
-      const name = server(params);
-      const detail = params.detail === "full" ? "full" : "summary";
-      let found = await toolDocs(name);
-      if (typeof params.tool === "string" && params.tool) {
-        const wanted = params.tool;
-        found = found.filter((d) => d.tool === wanted || pythonAlias(d.tool) === wanted);
-        if (!found.length) throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
-      }
-      return found.map(detail === "full" ? toolFull : toolSummary);
-    },
-    async search_tool_docs(params) {
-      const query = String(params.query ?? "").trim();
-      if (!query) throw new RpcError("ValueError", "search_tool_docs needs a query");
-      const limit = Math.max(1, Math.min(100, Number(params.limit ?? 5) || 5));
-      const serverName = typeof params.server === "string" ? server(params) : undefined;
-      return await docs.search(query, { limit, server: serverName });
-    },
-  };
+  const methods: Record<string, (params: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>> =
+    {
+      async call_tool(params, signal) {
+        const name = server(params);
+        const tool = await resolveTool(pool, name, String(params.tool ?? ""));
+        const args = params.arguments ?? {};
+        if (typeof args !== "object" || Array.isArray(args)) {
+          throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
+        }
+        const result = await pool.callTool(name, tool, args as Record<string, unknown>, { signal });
+        return params.raw ? codec.raw(result) : codec.unwrap(result);
+      },
+      list_servers() {
+        return Promise.resolve(pool.names().map((name) => publicServer(name, pool.spec(name))));
+      },
+      async describe_server(params) {
+        const name = server(params, "name");
+        return { ...publicServer(name, pool.spec(name)), tools: (await toolDocs(name)).map(toolSummary) };
+      },
+      async list_tools(params) {
+        return (await toolDocs(server(params))).map(toolSummary);
+      },
+      async query_tool_docs(params) {
+        const name = server(params);
+        const detail = params.detail === "full" ? "full" : "summary";
+        let found = await toolDocs(name);
+        if (typeof params.tool === "string" && params.tool) {
+          const wanted = params.tool;
+          found = found.filter((d) => d.tool === wanted || pythonAlias(d.tool) === wanted);
+          if (!found.length) throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
+        }
+        return found.map(detail === "full" ? toolFull : toolSummary);
+      },
+      async search_tool_docs(params) {
+        const query = String(params.query ?? "").trim();
+        if (!query) throw new RpcError("ValueError", "search_tool_docs needs a query");
+        const limit = Math.max(1, Math.min(100, Number(params.limit ?? 5) || 5));
+        const serverName = typeof params.server === "string" ? server(params) : undefined;
+        return await docs.search(query, { limit, server: serverName });
+      },
+    };
 
   return async (method, params, context) => {
     const serve = methods[method];
@@ -121,13 +122,19 @@ async function resolveTool(pool: ToolCaller, server: string, tool: string): Prom
   if (match) return match.name;
   throw new RpcError(
     "AttributeError",
-    `Server "${server}" has no tool "${tool}"; available: ${tools.map((t) => pythonAlias(t.name)).join(", ")}`,
+    `Server "${server}" has no tool "${tool}"; available: ${
+      tools.map((t) => pythonAlias(t.name)).join(", ")
+    }`,
   );
 }
 
 /** What sandbox code may know about a server: no command line, env, headers or URL (they hold secrets). */
 function publicServer(name: string, spec: ServerSpec | undefined): Record<string, unknown> {
-  const info: Record<string, unknown> = { name, alias: pythonAlias(name), transport: spec?.transport ?? "stdio" };
+  const info: Record<string, unknown> = {
+    name,
+    alias: pythonAlias(name),
+    transport: spec?.transport ?? "stdio",
+  };
   if (spec?.description) info.description = spec.description;
   if (spec?.cwd) info.cwd = spec.cwd;
   if (spec?.source) info.source = spec.source.plugin;

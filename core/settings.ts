@@ -12,7 +12,10 @@ function seconds(what: string) {
   return z.string().trim().transform((raw, ctx) => {
     const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/i.exec(raw);
     if (!m) {
-      ctx.addIssue({ code: "custom", message: `expected a duration such as 30, 30s, 500ms or 2m for ${what}` });
+      ctx.addIssue({
+        code: "custom",
+        message: `expected a duration such as 30, 30s, 500ms or 2m for ${what}`,
+      });
       return z.NEVER;
     }
     const factor = { ms: 0.001, s: 1, m: 60, h: 3600 }[(m[2] ?? "s").toLowerCase() as "ms" | "s" | "m" | "h"];
@@ -41,7 +44,9 @@ const bytes = z.string().trim().transform((raw, ctx) => {
   const unit = (m[2] ?? "").toLowerCase()[0] as "k" | "m" | "g" | undefined;
   return Number(m[1]) * (unit ? { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[unit] : 1);
 });
-const bool = z.string().trim().toLowerCase().pipe(z.enum(["1", "0", "true", "false", "yes", "no", "on", "off"]))
+const bool = z.string().trim().toLowerCase().pipe(
+  z.enum(["1", "0", "true", "false", "yes", "no", "on", "off"]),
+)
   .transform((s) => ["1", "true", "yes", "on"].includes(s));
 
 /** Each setting: its env name, bridge aliases, parser and default (as the string a user would type). */
@@ -121,7 +126,8 @@ const SPEC = {
     aliases: ["MCP_BRIDGE_STATE_DIR"],
     parse: z.string().trim().min(1),
     fallback: undefined,
-    doc: "Where caches and unpacked assets live (default $XDG_STATE_HOME/codemode or ~/.local/state/codemode)",
+    doc:
+      "Where caches and unpacked assets live (default $XDG_STATE_HOME/codemode or ~/.local/state/codemode)",
   },
   logLevel: {
     env: "CODEMODE_LOG_LEVEL",

@@ -25,7 +25,9 @@ Deno.test("readFrames() joins lines split across chunks and splits chunks holdin
 
 Deno.test("readFrames() drops a line over the cap whole and keeps reading after it", async () => {
   const big = "x".repeat(5000);
-  const { lines, dropped } = await collect(streamOf("ok1\n", big.slice(0, 2000), big.slice(2000) + "\nok2\n"));
+  const { lines, dropped } = await collect(
+    streamOf("ok1\n", big.slice(0, 2000), big.slice(2000) + "\nok2\n"),
+  );
   assert.deepEqual(lines, ["ok1", "ok2"]);
   assert.deepEqual(dropped, [5000]);
 });

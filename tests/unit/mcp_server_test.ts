@@ -73,7 +73,9 @@ Deno.test("run_python caps the timeout at the maximum and says so", async () => 
   const { client, close } = await connect(runner);
   const result = await client.callTool({ name: "run_python", arguments: { code: "1", timeout: 999 } });
   assert.equal(calls[0].timeout, 120);
-  assert.deepEqual((result.structuredContent as { notes: string[] }).notes, ["timeout lowered to the 120s maximum"]);
+  assert.deepEqual((result.structuredContent as { notes: string[] }).notes, [
+    "timeout lowered to the 120s maximum",
+  ]);
   await close();
 });
 
@@ -90,14 +92,23 @@ Deno.test("run_python marks raised code, timeouts and runner failures as isError
   }
   const r = await client.callTool({ name: "run_python", arguments: { code: "boom" } });
   assert.equal(r.isError, true);
-  assert.match((r.content as { text: string }[])[0].text, /No sandbox runtime is usable\. Run `codemode doctor`/);
+  assert.match(
+    (r.content as { text: string }[])[0].text,
+    /No sandbox runtime is usable\. Run `codemode doctor`/,
+  );
   await close();
 });
 
 Deno.test("run_python refuses unknown servers before running anything", async () => {
   const { runner, calls } = fakeRunner(() => ok(""));
-  const { client, close } = await connect(runner, (names) => Promise.resolve(names.filter((n) => n !== "memory")));
-  const r = await client.callTool({ name: "run_python", arguments: { code: "1", servers: ["memory", "nope"] } });
+  const { client, close } = await connect(
+    runner,
+    (names) => Promise.resolve(names.filter((n) => n !== "memory")),
+  );
+  const r = await client.callTool({
+    name: "run_python",
+    arguments: { code: "1", servers: ["memory", "nope"] },
+  });
   assert.equal(r.isError, true);
   assert.match((r.content as { text: string }[])[0].text, /Unknown server\(s\): "nope"/);
   assert.equal(calls.length, 0);

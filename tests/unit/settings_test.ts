@@ -53,7 +53,10 @@ Deno.test("loadSettings() names the variable and the accepted values in its erro
       e instanceof SettingsError &&
       e.message === 'Invalid CODEMODE_RUNTIME="lxc": expected one of auto, podman, docker, nerdctl, pyodide',
   );
-  assert.throws(() => loadSettings({ MCP_BRIDGE_PIDS: "lots" }), /Invalid MCP_BRIDGE_PIDS="lots": expected a whole/);
+  assert.throws(
+    () => loadSettings({ MCP_BRIDGE_PIDS: "lots" }),
+    /Invalid MCP_BRIDGE_PIDS="lots": expected a whole/,
+  );
   assert.throws(() => loadSettings({ CODEMODE_MEMORY: "big" }), /Invalid CODEMODE_MEMORY="big"/);
   assert.throws(() => loadSettings({ CODEMODE_TIMEOUT: "0" }), /above zero/);
 });

@@ -345,8 +345,8 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
 }
 
 /**
- * The runtime codemode would use. A broken runtime is only fatal when it is the one the setting names
- * or when none works; otherwise it is a warning (its status is lowered in place).
+ * The runtime codemode would use. A broken runtime is only fatal when it is the one the setting names,
+ * or when none works with `auto`; otherwise it is a warning (its status is lowered in place).
  */
 export function chooseRuntime(
   setting: string,
@@ -356,10 +356,9 @@ export function chooseRuntime(
   const usable = runtimes.filter(works);
   if (setting !== "auto") {
     const named = runtimes.find((r) => r.name === setting);
-    if (named && works(named)) {
-      demote(runtimes, named);
-      return { runtime: named.name };
-    }
+    // Only the named runtime is ever used: the others' failures are warnings either way.
+    if (named) demote(runtimes, named);
+    if (named && works(named)) return { runtime: named.name };
     return {
       finding: {
         status: "fail",

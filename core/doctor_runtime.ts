@@ -52,7 +52,7 @@ export interface RuntimeCheckOptions {
 }
 
 /** Known failure texts of container engines and what to do about each. */
-export const FAILURES: readonly { pattern: RegExp; problem: (name: string) => Problem }[] = [
+export const FAILURES: readonly { pattern: RegExp; problem: (name: string, text: string) => Problem }[] = [
   {
     pattern: /cgroups? in hybrid mode/i,
     problem: () => ({
@@ -69,6 +69,21 @@ export const FAILURES: readonly { pattern: RegExp; problem: (name: string) => Pr
       fix:
         "Lower CODEMODE_PIDS (nproc is derived from it) below `ulimit -Hu`, or raise the host's hard limits",
     }),
+  },
+  {
+    pattern: /cgroup config|failed to write[^\n]*\/sys\/fs\/cgroup/i,
+    problem: (_name, text) => {
+      const controller = /\/sys\/fs\/cgroup\/(?:[^/\s]*,)?(pids|memory|cpu)/.exec(text)?.[1];
+      const setting =
+        { pids: "CODEMODE_PIDS", memory: "CODEMODE_MEMORY", cpu: "CODEMODE_CPUS" }[controller ?? ""];
+      return {
+        message: `The engine could not apply the sandbox's ${controller ?? "cgroup"} limit` +
+          (setting ? ` (${setting})` : ""),
+        fix: setting
+          ? `Lower ${setting}, or unset it to use the default`
+          : "Lower CODEMODE_PIDS, CODEMODE_MEMORY or CODEMODE_CPUS",
+      };
+    },
   },
   {
     pattern: /image not known|no such image|unable to find image|manifest unknown|pull access denied/i,
@@ -113,12 +128,13 @@ export const FAILURES: readonly { pattern: RegExp; problem: (name: string) => Pr
 /** The problem a failure text shows, with its fix; a generic one when the text is not recognised. */
 export function explainFailure(runtime: string, text: string): Problem {
   const known = FAILURES.find((f) => f.pattern.test(text));
-  if (known) return known.problem(runtime);
-  const line = text.split("\n").map((l) => l.trim()).find(Boolean) ?? "no error output";
+  if (known) return known.problem(runtime, text);
+  // The session's wrapper ("Sandbox "x" failed to start: exit code 125: ") says less than the engine.
+  const engine = text.replace(/^Sandbox "[^"]*" failed to start: (exit code \d+: )?/, "");
+  const line = engine.split("\n").map((l) => l.trim()).find(Boolean) ?? "no error output";
   return {
-    message: `The sandbox did not start: "${line.slice(0, 300)}"`,
-    fix:
-      `Run with CODEMODE_LOG_LEVEL=debug for the sandbox's stderr, or try CODEMODE_RUNTIME=<another runtime>`,
+    message: `The sandbox did not start: "${line.slice(0, 400)}"`,
+    fix: "Act on the engine's message, or choose another runtime with CODEMODE_RUNTIME",
   };
 }
 

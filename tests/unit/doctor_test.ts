@@ -11,7 +11,12 @@ import type {
 } from "../../core/contracts/runtime.ts";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
 import type { HostFrame } from "../../core/protocol.ts";
-import { checkRuntime, explainFailure, type RuntimeCheckOptions } from "../../core/doctor_runtime.ts";
+import {
+  checkRuntime,
+  explainFailure,
+  type RuntimeCheck,
+  type RuntimeCheckOptions,
+} from "../../core/doctor_runtime.ts";
 import {
   checkConfigs,
   checkServers,
@@ -153,7 +158,16 @@ Deno.test("known engine failures are explained with the fix that works", () => {
     "Cannot connect to the Docker daemon at unix:///var/run/docker.sock",
   );
   assert.match(daemon.fix!, /dockerd/);
-  const other = explainFailure("podman", "\nsomething odd happened\nmore");
+  const pids = explainFailure(
+    "podman",
+    'Error: runc create failed: error setting cgroup config for procHooks process: failed to write "10000000": ' +
+      "write /sys/fs/cgroup/pids/libpod_parent/pids.max: invalid argument",
+  );
+  assert.equal(pids.fix, "Lower CODEMODE_PIDS, or unset it to use the default");
+  const other = explainFailure(
+    "podman",
+    'Sandbox "x" failed to start: exit code 125: \nsomething odd happened\nmore',
+  );
   assert.match(other.message, /"something odd happened"/);
 });
 
@@ -229,10 +243,13 @@ Deno.test("with auto, a broken runtime is only a warning when another one works"
 
 Deno.test("a named runtime that does not work is fatal and the working alternative is suggested", () => {
   const base = { installed: true, problems: [] };
-  const chosen = chooseRuntime("podman", [
+  const runtimes: RuntimeCheck[] = [
     { ...base, name: "podman", status: "fail" },
     { ...base, name: "docker", status: "ok" },
-  ]);
+    { ...base, name: "nerdctl", status: "fail" },
+  ];
+  const chosen = chooseRuntime("podman", runtimes);
+  assert.deepEqual(runtimes.map((r) => r.status), ["fail", "ok", "warn"]);
   assert.equal(chosen.runtime, undefined);
   assert.equal(chosen.finding?.status, "fail");
   assert.match(chosen.finding!.fix!, /CODEMODE_RUNTIME=docker/);

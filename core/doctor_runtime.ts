@@ -48,6 +48,7 @@ export interface RuntimeCheckOptions {
   command: string[];
   bootstrap: () => HostFrame;
   maxOutput: number;
+  /** Generous by default: Pyodide's first start also makes its start-up snapshot. */
   startTimeoutMs?: number;
 }
 
@@ -213,7 +214,7 @@ export async function probeSandbox(
     bootstrap: options.bootstrap(),
     rpc: () => Promise.reject(new RpcError("RuntimeError", "doctor's sandbox check serves no calls")),
     maxOutput: options.maxOutput,
-    startTimeoutMs: options.startTimeoutMs ?? 30_000,
+    startTimeoutMs: options.startTimeoutMs ?? 120_000,
     graceMs: 1000,
   });
   let started = performance.now();

@@ -1,0 +1,80 @@
+/**
+ * Section "binary" (issue 4): the compiled `dist/codemode` against the deno it embeds and against
+ * codemode run from source: size, `--version` start-up, and `serve` start to the initialize response.
+ * @module
+ */
+import { existsSync, statSync } from "node:fs";
+import { benchProcess } from "./bench_search.ts";
+import {
+  BINARY,
+  DENO,
+  fakeHome,
+  percentile,
+  removeHome,
+  removeLeftovers,
+  row,
+  type SectionResult,
+  sourceCommand,
+  startServe,
+} from "./bench_harness.ts";
+
+/** Counts of the binary section. */
+export const counts = { versionRuns: 20, serveStarts: 5 };
+
+/** Median milliseconds from spawning `command serve` to its initialize response. */
+async function initializeP50(command: string[], home: string): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i <= counts.serveStarts; i++) {
+    const served = await startServe({ home, command, env: { CODEMODE_RUNTIME: "podman" } });
+    if (i > 0) times.push(served.initializeMs);
+    await served.close();
+  }
+  return percentile(times, 0.5);
+}
+
+/** Runs the binary section. */
+export async function benchBinary(): Promise<SectionResult> {
+  const result: SectionResult = { name: "binary", rows: [], notes: [] };
+  if (!existsSync(BINARY)) {
+    result.skipped = `${BINARY} is missing: build it with deno task compile`;
+    return result;
+  }
+  const mib = (path: string) => statSync(path).size / 2 ** 20;
+  result.rows.push(row({
+    section: "binary",
+    metric: "dist/codemode size",
+    value: mib(BINARY),
+    unit: "MiB",
+    baseline: { label: "the deno executable it embeds (node_modules)", value: mib(DENO) },
+  }));
+
+  const binaryVersion = await benchProcess([BINARY, "--version"], { runs: counts.versionRuns });
+  const sourceVersion = await benchProcess([...sourceCommand(), "--version"], { runs: counts.versionRuns });
+  result.rows.push(row({
+    section: "binary",
+    metric: `dist/codemode --version p50 (${counts.versionRuns} runs)`,
+    value: binaryVersion.p50Ms,
+    unit: "ms",
+    baseline: { label: "deno run -A cli.ts --version (p50)", value: sourceVersion.p50Ms },
+    note: `p95 ${binaryVersion.p95Ms} ms`,
+  }));
+
+  const home = fakeHome();
+  try {
+    const binary = await initializeP50([BINARY], home);
+    const source = await initializeP50(sourceCommand(), home);
+    result.rows.push(row({
+      section: "binary",
+      metric: `serve start → initialize response, dist/codemode (p50 of ${counts.serveStarts})`,
+      value: binary,
+      unit: "ms",
+      baseline: { label: "from source, deno run -A cli.ts serve (p50)", value: source },
+      note: "3 reference servers configured; measured from spawn, through the SDK client",
+    }));
+  } finally {
+    const left = await removeLeftovers();
+    if (left.length) result.notes.push(`removed leftover containers: ${left.join(", ")}`);
+    removeHome(home);
+  }
+  return result;
+}

@@ -98,9 +98,21 @@ class Transport:
     async def _drain(self):
         try:
             while self.inbox:
-                await self.session.execute(self.inbox.pop(0))
+                frame = self.inbox.pop(0)
+                try:
+                    await self.session.execute(frame)
+                except BaseException as exc:  # interrupted outside user code, e.g. formatting a huge traceback
+                    self._answer(frame, exc)
         finally:
             self.running = False
+
+    def _answer(self, frame, exc):
+        from codemode_runtime.executor import Outcome
+        from codemode_runtime.kernel import timeout_of
+
+        outcome = Outcome("error", error=f"{type(exc).__name__}\n", exception=exc)
+        timed_out = timeout_of(frame) if isinstance(exc, KeyboardInterrupt) else None
+        self.session.send(self.session.kernel.done_frame(frame.get("id"), outcome, timed_out_after=timed_out))
 
 
 def _no_processes(*args, **kwargs):

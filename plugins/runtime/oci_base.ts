@@ -236,15 +236,22 @@ export function ociRuntime(
         resolve(code);
       });
     });
+    // Whether the client ended within `ms`; the timer is cleared so it cannot hold the host process open.
     const wait = (ms: number) =>
-      Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+      new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), ms);
+        exited.then(() => (clearTimeout(timer), resolve(true)));
+      });
     let killing: Promise<void> | undefined;
     const kill = () =>
       killing ??= (async () => {
-        // Killing only the client would leave the container running under conmon or the daemon.
-        await remove(start.name).catch(() => {});
-        if (ended || await wait(2_000)) return;
-        // The container did not exist yet when rm ran: stop the client, then remove what it created.
+        // Killing only the client would leave the container running under conmon or the daemon. An rm
+        // that comes while the engine is still creating the container finds nothing, so repeat it until
+        // the client ends; stop the client itself only as a last resort.
+        for (let attempt = 0; attempt < 6 && !ended; attempt++) {
+          await remove(start.name).catch(() => {});
+          if (await wait(attempt === 0 ? 500 : 300)) return;
+        }
         child.kill("SIGKILL");
         await wait(2_000);
         await remove(start.name).catch(() => {});
@@ -291,6 +298,9 @@ export function ociRuntime(
       "ENV LANG=C.UTF-8",
       "--change",
       "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      "--change",
+      // The root is read-only and nobody's home does not exist; matplotlib would warn on every import.
+      "ENV MPLCONFIGDIR=/tmp/matplotlib",
       "--change",
       "WORKDIR /workspace",
       "--change",

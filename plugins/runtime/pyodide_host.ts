@@ -225,20 +225,21 @@ export function pyodideWorkerMain(): void {
 
       const { loadPyodide } = await import(new URL("pyodide.mjs", "file://" + config.assets).href);
       const snapshotMode = config.mode === "snapshot";
+      const options = { indexURL: config.assets, env: { HOME: "/home/pyodide" }, stdout: stderr, stderr };
       const pyodide = await loadPyodide({
-        indexURL: config.assets,
-        env: { HOME: "/home/pyodide" },
-        stdout: stderr,
-        stderr,
-        stdin: () => null,
+        ...options,
         _makeSnapshot: snapshotMode || undefined,
         _loadSnapshot: config.snapshot ? Deno.readFileSync(config.snapshot) : undefined,
       });
       if (snapshotMode) {
+        // Snapshots are a private Pyodide API: one that doesn't restore is never handed out.
         const snapshot: Uint8Array<ArrayBuffer> = pyodide.makeMemorySnapshot();
+        const restored = await loadPyodide({ ...options, _loadSnapshot: snapshot.slice() });
+        if (restored.runPython("sum(range(10))") !== 45) throw new Error("the snapshot does not restore");
         post(snapshot, [snapshot.buffer]);
         return;
       }
+      pyodide.setStdin({ stdin: () => null }); // end of file, as /dev/null gives a container
       pyodide.setInterruptBuffer(new Int32Array(config.sab, 0, 1));
 
       let parts: Uint8Array[] = [];

@@ -111,6 +111,8 @@ test("runs code, keeps state across calls, captures output and returns the last 
     assert.equal(awaited.value, "'done'");
     const none = await m.run("s", "y = [1, 2]", 30);
     assert.equal(none.value, undefined);
+    const stdin = await m.run("s", "input()", 30);
+    assert.match(stdin.error ?? "", /EOFError/, "stdin is at end of file, as /dev/null is in a container");
   } finally {
     await m.closeAll();
   }

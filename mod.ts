@@ -36,11 +36,12 @@ export { compact, docker, json, nerdctl, podman, pyodide, toon };
 export { VERSION };
 
 /** The registry with every bundled plugin; `auto` tries runtimes in this order. */
-export function defaultPlugins(settings?: Pick<Settings, "stateDir">): PluginRegistry {
+export function defaultPlugins(settings?: Pick<Settings, "stateDir" | "image">): PluginRegistry {
+  const image = settings?.image;
   const registry = new PluginRegistry()
-    .registerRuntime(podman())
-    .registerRuntime(docker())
-    .registerRuntime(nerdctl())
+    .registerRuntime(podman({ image }))
+    .registerRuntime(docker({ image }))
+    .registerRuntime(nerdctl({ image }))
     .registerRuntime(pyodide({ stateDir: settings?.stateDir }))
     .registerOutput(compact())
     .registerOutput(toon())

@@ -90,11 +90,7 @@ export class Codemode {
 
   /** The sandbox runtime, selected once (lazily: detection runs commands). */
   runtime(): Promise<RuntimePlugin> {
-    this.#runtime ??= selectRuntime(
-      this.settings.runtime,
-      this.#options.plugins.runtimes(),
-      this.settings.image,
-    );
+    this.#runtime ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes());
     this.#runtime.catch(() => (this.#runtime = undefined));
     return this.#runtime;
   }

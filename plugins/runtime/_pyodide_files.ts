@@ -5,7 +5,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { copyFile, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -130,11 +130,6 @@ export async function writeAtomically(path: string, data: string | Uint8Array): 
   } finally {
     await rm(temp, { force: true });
   }
-}
-
-/** Reads a file, or undefined when it is missing. */
-export async function readIfExists(path: string): Promise<Uint8Array | undefined> {
-  return await readFile(path).catch(() => undefined);
 }
 
 /** Directories to search for node_modules: beside this module (a checkout) and the working directory. */

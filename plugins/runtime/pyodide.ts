@@ -9,6 +9,7 @@
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -30,7 +31,6 @@ import {
   isDistribution,
   type ProgressCallback,
   pyodideVersion,
-  readIfExists,
   searchRoots,
   snapshotPath,
   writeAtomically,
@@ -155,7 +155,7 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
 
   async function ensureSnapshot(base: Omit<Prepared, "snapshot">): Promise<string | undefined> {
     const path = snapshotPath(base.cache, base.program, base.version);
-    if (await readIfExists(path)) return path;
+    if (existsSync(path)) return path;
     settings.onProgress?.({
       phase: "snapshot",
       done: 0,

@@ -137,10 +137,8 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
         armed = { id: frame.id, timer: setTimeout(interrupt, seconds * 1000 + 100) };
       } catch { /* the worker reports the bad frame */ }
     }
-    for (let at = 0; at < line.length || at === 0; at += CHUNK) {
-      const chunk = line.subarray(at, at + CHUNK);
-      pending.push({ chunk, more: at + CHUNK < line.length ? 1 : 0 });
-      if (chunk.length === 0) break;
+    for (let at = 0; at < line.length; at += CHUNK) {
+      pending.push({ chunk: line.subarray(at, at + CHUNK), more: at + CHUNK < line.length ? 1 : 0 });
     }
     void pump();
   };

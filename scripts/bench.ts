@@ -1,12 +1,14 @@
 /**
  * `deno task bench`: measures codemode against baselines taken in the same run and prints one table per
- * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure; they never assert.
+ * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
  *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide] [--json]
  * @module
  */
-import { arch, cpus, loadavg, release } from "node:os";
-import { ownContainers, type SectionResult } from "./bench_harness.ts";
+import { existsSync, readFileSync } from "node:fs";
+import { arch, cpus, loadavg, release, totalmem } from "node:os";
+import { autoRuntime } from "../plugins/runtime/podman.ts";
+import { DENO, exec, ownContainers, type Row, type SectionResult } from "./bench_harness.ts";
 import { benchServe } from "./bench_serve.ts";
 import { benchProxy } from "./bench_proxy.ts";
 import { benchSearchSection } from "./bench_search_cli.ts";
@@ -38,10 +40,27 @@ function parseArgs(argv: string[]): { only?: string; json: boolean } {
   return { only, json };
 }
 
+/** The machine and tool versions, for the report header. */
+async function machine(): Promise<string> {
+  const firstLine = async (command: string, args: string[]) =>
+    (await exec(command, args, 15_000)).stdout.split("\n")[0].trim() || "missing";
+  const debian = existsSync("/etc/debian_version") ? readFileSync("/etc/debian_version", "utf8").trim() : "?";
+  const cpu = cpus()[0]?.model ?? "unknown cpu";
+  const gib = Math.round(totalmem() / 2 ** 30);
+  const podman = await firstLine("podman", ["--version"]);
+  const deno = await firstLine(DENO, ["--version"]);
+  return `${cpus().length} cores (${cpu}), ${gib} GiB, ${arch()}, Debian ${debian}, linux ${release()}; ` +
+    `${podman} (OCI runtime ${autoRuntime() ?? "engine default"}); ${deno}`;
+}
+
 function cell(n: number | undefined, unit = ""): string {
   if (n === undefined) return "-";
   const text = Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 10 ? n.toFixed(1) : n.toFixed(2);
   return unit ? `${text} ${unit}` : text;
+}
+
+function met(r: Row): string {
+  return r.met === undefined ? "-" : r.met ? "yes" : "no";
 }
 
 /** One section as a Markdown table. */
@@ -49,29 +68,27 @@ export function renderSection(section: SectionResult): string {
   const lines = [`## ${section.name}`, ""];
   if (section.skipped) return [...lines, `skipped: ${section.skipped}`, ""].join("\n");
   lines.push(
-    "| Metric | Measured | Baseline | Ratio | Target | Note |",
-    "| --- | --- | --- | --- | --- | --- |",
+    "| Metric | Measured | Baseline (same run) | Ratio | Target | Met | Note |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
   );
   for (const r of section.rows) {
     const baseline = r.baseline ? `${cell(r.baseline.value, r.unit)} (${r.baseline.label})` : "-";
     const ratio = r.ratio === undefined ? "-" : `${r.ratio}x`;
-    lines.push(
-      `| ${r.metric} | ${cell(r.value, r.unit)} | ${baseline} | ${ratio} | ${r.target ?? "-"} | ${
-        r.note ?? ""
-      } |`,
-    );
+    const cells = [r.metric, cell(r.value, r.unit), baseline, ratio, r.target ?? "-", met(r), r.note ?? ""];
+    lines.push(`| ${cells.join(" | ")} |`);
   }
-  for (const note of section.notes) lines.push("", `- ${note}`);
+  if (section.notes.length) lines.push("");
+  for (const note of section.notes) lines.push(`- ${note}`);
   return [...lines, ""].join("\n");
 }
 
 async function main(): Promise<void> {
   const { only, json } = parseArgs(process.argv.slice(2));
   const started = performance.now();
-  const machine = `${cpus().length} cores, ${
-    cpus()[0]?.model ?? "unknown cpu"
-  }, ${arch()}, linux ${release()}`;
-  if (!json) console.log(`# codemode benchmarks, ${new Date().toISOString()}\n\n${machine}\n`);
+  const date = new Date().toISOString();
+  const host = await machine();
+  const command = `deno task bench${only ? ` --only ${only}` : ""}${json ? " --json" : ""}`;
+  if (!json) console.log(`# codemode benchmarks, ${date}\n\n${host}\n\n\`${command}\`\n`);
   const results: SectionResult[] = [];
   for (const [name, run] of Object.entries(SECTIONS)) {
     if (only && name !== only) continue;
@@ -85,32 +102,19 @@ async function main(): Promise<void> {
     }
     const seconds = (performance.now() - sectionStart) / 1000;
     // Other work on the machine skews every figure; the load average says how busy it was.
-    result.notes.push(
-      `section took ${seconds.toFixed(1)} s; 1-min load average ${loadBefore.toFixed(2)} before, ${
-        loadavg()[0].toFixed(2)
-      } after`,
-    );
+    const load = `1-min load average ${loadBefore.toFixed(2)} before, ${loadavg()[0].toFixed(2)} after`;
+    result.notes.push(`section took ${seconds.toFixed(1)} s; ${load}`);
     results.push(result);
     if (!json) console.log(renderSection(result));
   }
   const left = await ownContainers();
   const total = (performance.now() - started) / 1000;
   if (json) {
-    console.log(JSON.stringify(
-      {
-        date: new Date().toISOString(),
-        machine,
-        seconds: Math.round(total),
-        leftoverContainers: left,
-        sections: results,
-      },
-      null,
-      2,
-    ));
+    const report = { date, machine: host, command, seconds: Math.round(total), leftoverContainers: left };
+    console.log(JSON.stringify({ ...report, sections: results }, null, 2));
   } else {
-    console.log(
-      `Total ${total.toFixed(1)} s; containers left by this run: ${left.length ? left.join(", ") : "none"}`,
-    );
+    const leftText = left.length ? left.join(", ") : "none";
+    console.log(`Total ${total.toFixed(1)} s; containers left by this run: ${leftText}`);
   }
   // Upstream servers' and clients' handles must not keep a finished benchmark alive.
   process.exit(0);

@@ -56,7 +56,7 @@ export async function benchBinary(): Promise<SectionResult> {
     value: binaryVersion.p50Ms,
     unit: "ms",
     baseline: { label: "deno run -A cli.ts --version (p50)", value: sourceVersion.p50Ms },
-    note: `p95 ${binaryVersion.p95Ms} ms`,
+    note: `p95 ${binaryVersion.p95Ms.toFixed(1)} ms`,
   }));
 
   const home = fakeHome();

@@ -37,16 +37,29 @@ export interface Row {
   baseline?: { label: string; value: number };
   /** value / baseline (or baseline / value for speed-ups); computed by {@link row}. */
   ratio?: number;
-  /** The target, as text, e.g. "< 10 ms" or "ratio ≤ 1.5". */
+  /** The target as text, e.g. "< 10 ms" or "ratio ≤ 1.5"; computed by {@link row}. */
   target?: string;
+  /** Whether the figure meets its target (a report, never an assertion). */
+  met?: boolean;
   note?: string;
+}
+
+/** A target: the value or the ratio compared with a limit. */
+export interface Target {
+  on: "value" | "ratio";
+  op: "<" | "≤" | "≥" | "=";
+  limit: number;
+}
+
+function meets(x: number, { op, limit }: Target): boolean {
+  return op === "<" ? x < limit : op === "≤" ? x <= limit : op === "≥" ? x >= limit : x === limit;
 }
 
 /** Builds a row; the ratio is value/baseline unless `speedup` asks for baseline/value. */
 export function row(
-  fields: Omit<Row, "ratio"> & { speedup?: boolean },
+  fields: Omit<Row, "ratio" | "target" | "met"> & { speedup?: boolean; goal?: Target },
 ): Row {
-  const { speedup, ...rest } = fields;
+  const { speedup, goal, ...rest } = fields;
   const b = rest.baseline?.value;
   const ratio = b === undefined || b === 0 || rest.value === 0
     ? undefined
@@ -56,7 +69,15 @@ export function row(
     value: round(rest.value),
     ...(rest.baseline ? { baseline: { ...rest.baseline, value: round(rest.baseline.value) } } : {}),
     ...(ratio !== undefined ? { ratio } : {}),
+    ...(goal ? targetFields(goal, goal.on === "ratio" ? ratio : rest.value, rest.unit) : {}),
   };
+}
+
+function targetFields(goal: Target, x: number | undefined, unit: string): Pick<Row, "target" | "met"> {
+  const text = goal.on === "ratio"
+    ? `${goal.op === "≥" ? "speed-up" : "ratio"} ${goal.op} ${goal.limit}x`
+    : `${goal.op} ${goal.limit} ${unit}`;
+  return { target: text, ...(x === undefined ? {} : { met: meets(x, goal) }) };
 }
 
 /** A section of the benchmark: its rows, or why it was skipped. */

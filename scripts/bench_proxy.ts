@@ -164,7 +164,7 @@ export async function benchProxy(): Promise<SectionResult> {
           label: `${counts.sequential} echo calls, SDK client → server-everything`,
           value: sum(straight),
         },
-        target: "ratio ≤ 1.5",
+        goal: { on: "ratio", op: "≤", limit: 1.5 },
         note: `per call ${(sum(proxied) / counts.sequential).toFixed(3)} ms vs ${
           (sum(straight) / counts.sequential).toFixed(3)
         } ms; ${counts.rounds} alternating blocks of ${block}, per-block ratios ${
@@ -187,7 +187,7 @@ export async function benchProxy(): Promise<SectionResult> {
         value: times.slow_par,
         unit: "ms",
         baseline: { label: `${n} sequential, same tool, sandbox code`, value: times.slow_seq },
-        target: "speed-up ≥ 5x",
+        goal: { on: "ratio", op: "≥", limit: 5 },
         speedup: true,
       }),
       row({
@@ -209,7 +209,7 @@ export async function benchProxy(): Promise<SectionResult> {
       value: tokens(thirty),
       unit: "tokens",
       baseline: { label: "3 servers configured", value: tokens(three) },
-      target: "unchanged",
+      goal: { on: "ratio", op: "=", limit: 1 },
       note: same ? "byte-identical responses" : "responses differ",
     }));
     result.notes.push(

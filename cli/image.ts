@@ -98,13 +98,14 @@ async function chooseEngine(name?: Engine): Promise<RuntimePlugin & ImageStore> 
   );
 }
 
-/** A progress bar on a terminal, plain log lines (one per phase) otherwise. */
+/** A progress bar on a terminal, plain log lines otherwise. */
 async function progressReporter(tty: boolean) {
   if (!tty) {
+    // One line per phase, and one per 10% within long phases, so CI logs show progress without flooding.
     let last = "";
     return {
       update(event: ImageBuildEvent) {
-        const key = event.phase ?? event.step;
+        const key = `${event.phase ?? event.step} ${Math.floor(event.fraction * 10)}`;
         if (key === last || event.step === "done") return;
         last = key;
         process.stderr.write(`[${Math.round(event.fraction * 100)}%] ${event.message}\n`);

@@ -128,23 +128,33 @@ if [ $((need_podman + need_docker + need_rootless)) -gt 0 ]; then
   [ -f "$tar" ] || { echo "building the root filesystem failed" >&2; exit 1; }
   chmod 644 "$tar"
   echo "    rootfs built in $(since "$t")"
+  image_id() { "$@" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true; }
+  # Re-tagging leaves the old image dangling; drop it unless a container still uses it.
+  drop_replaced() {
+    local old="$1"; shift
+    if [ -n "$old" ] && [ "$old" != "$(image_id "$@")" ]; then "$@" rmi "$old" >/dev/null 2>&1 || true; fi
+  }
   # The product's own import path (cli/image.ts -> plugins/runtime), so the image config matches.
   cd "$repo"
   for engine in podman docker; do
     var="need_$engine"
     [ "${!var}" = 1 ] || continue
     t=$(now_ms)
+    old="$(image_id "$engine")"
     deno run -A cli.ts image build --runtime "$engine" --rootfs "$tar" --tag "$image" 2>&1 | sed 's/^/    /'
+    drop_replaced "$old" "$engine"
     echo "    $engine import in $(since "$t")"
   done
   if [ "$need_rootless" = 1 ]; then
     t=$(now_ms)
+    old="$(image_id rootless podman)"
     CODEMODE_IMPORT_TAR="$tar" CODEMODE_IMPORT_REF="$image" CODEMODE_IMPORT_USER="$rootless_user" deno eval '
       import { podman } from "./plugins/runtime/podman.ts";
       const user = Deno.env.get("CODEMODE_IMPORT_USER")!;
       const plugin = podman({ command: ["runuser", "-u", user, "--", "podman"] });
       await plugin.importImage(Deno.env.get("CODEMODE_IMPORT_TAR")!, Deno.env.get("CODEMODE_IMPORT_REF")!);
     '
+    drop_replaced "$old" rootless podman
     echo "    rootless podman import in $(since "$t")"
   fi
 else

@@ -161,6 +161,15 @@ export function parseEngineInfo(engine: OciEngine, json: string): Omit<EngineFac
   };
 }
 
+// Image config for an imported root filesystem. The root is read-only and nobody's home does not exist,
+// so matplotlib gets a config directory on the /tmp tmpfs instead of warning on every import.
+const IMAGE_CONFIG = [
+  "ENV LANG=C.UTF-8",
+  "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+  "ENV MPLCONFIGDIR=/tmp/matplotlib",
+  "WORKDIR /workspace",
+  'CMD ["python3"]',
+];
 const DEFAULT_LIMITS: SandboxLimits = { memory: "512m", pids: 128 };
 const INFO_ARGS: Record<OciEngine, string[]> = {
   podman: ["info", "--format", "json"],
@@ -293,19 +302,9 @@ export function ociRuntime(
 
   async function importImage(tarPath: string, ref: string): Promise<void> {
     // nerdctl import has no --change; the engines give a default PATH to images without one.
-    const changes = engine === "nerdctl" ? [] : [
-      "--change",
-      "ENV LANG=C.UTF-8",
-      "--change",
-      "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-      "--change",
-      // The root is read-only and nobody's home does not exist; matplotlib would warn on every import.
-      "ENV MPLCONFIGDIR=/tmp/matplotlib",
-      "--change",
-      "WORKDIR /workspace",
-      "--change",
-      'CMD ["python3"]',
-    ];
+    const changes = engine === "nerdctl"
+      ? []
+      : IMAGE_CONFIG.flatMap((instruction) => ["--change", instruction]);
     await checked(`import "${tarPath}" as "${ref}"`, ["import", ...changes, tarPath, ref], 600_000);
   }
 

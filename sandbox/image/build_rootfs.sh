@@ -25,7 +25,11 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ -n "$out" ] || { echo "E: Missing output path: pass OUT.tar" >&2; exit 2; }
-[ "$(id -u)" = 0 ] || { echo "E: debootstrap needs root: run as root or with sudo" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || {
+  echo "E: debootstrap needs root: run as root or with sudo (for rootless podman, build the archive as root," \
+    "then import it as the user: codemode image build --rootfs OUT.tar)" >&2
+  exit 1
+}
 command -v debootstrap >/dev/null || { echo "E: debootstrap is not installed: apt-get install debootstrap" >&2; exit 1; }
 
 # First URI serving "$suite" in the machine's apt sources (deb822 files first, then one-line lists).

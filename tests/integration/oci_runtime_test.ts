@@ -1,7 +1,8 @@
 /**
  * The OCI runtime plugins against real engines: rootful podman, rootless podman (through runuser) and
  * docker. Each sandbox is checked from the inside (uid, capabilities, read-only root, noexec tmpfs, no
- * network, no host environment, pids and memory limits) and its lifecycle from the outside.
+ * network, no host environment, pids and memory limits) and its lifecycle from the outside; the shared
+ * runtime contract suite runs against each engine too.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -12,6 +13,7 @@ import { DEFAULT_IMAGE } from "../../core/image_build.ts";
 import { execCli } from "../../plugins/runtime/_oci_exec.ts";
 import { docker } from "../../plugins/runtime/docker.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
+import { runtimeContract } from "./_runtime_contract.ts";
 
 const IMAGE = process.env.CODEMODE_IMAGE ?? DEFAULT_IMAGE;
 const ROOTLESS_USER = process.env.CODEMODE_ROOTLESS_USER ?? "codemode-rootless";
@@ -188,6 +190,8 @@ async function eventually(check: () => Promise<boolean>, ms = 10_000): Promise<b
 }
 
 for (const engine of ENGINES) {
+  // The behaviour every runtime shares (sessions, timeouts, kills, reaping), then what only containers do.
+  runtimeContract(engine.label, engine.make, engine.skip);
   if (engine.skip) console.warn(`IGNORED ${engine.label} OCI runtime tests: ${engine.skip}`);
   const test = (name: string, fn: (runtime: RuntimePlugin) => Promise<void>) =>
     Deno.test({
@@ -234,7 +238,9 @@ for (const engine of ENGINES) {
       assert.equal("CODEMODE_TEST_SECRET" in facts.env, false);
       assert.equal("http_proxy" in facts.env, false);
       assert.deepEqual(
-        Object.keys(facts.env).filter((k) => !/^(PATH|HOME|HOSTNAME|LANG|TERM|container)$/.test(k)),
+        Object.keys(facts.env).filter((k) =>
+          !/^(PATH|HOME|HOSTNAME|LANG|TERM|MPLCONFIGDIR|container)$/.test(k)
+        ),
         [],
       );
     } finally {
@@ -332,6 +338,16 @@ for (const engine of ENGINES) {
     } finally {
       await sandbox.kill();
     }
+  });
+
+  test("kill() right after start() leaves no container behind", async (runtime) => {
+    const name = sandboxName(engine.label);
+    const sandbox = await startPython(runtime, name, "import time\ntime.sleep(60)");
+    await sandbox.kill();
+    await sandbox.exited;
+    // Give an engine that was still creating the container time to finish, then look.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    assert.equal((await allContainers(engine)).includes(name), false);
   });
 
   test("remove() stops a running sandbox by name", async (runtime) => {

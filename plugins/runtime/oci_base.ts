@@ -326,9 +326,10 @@ export function ociRuntime(
       });
     }
     if (!hasImage) {
+      const tag = image === DEFAULT_IMAGE ? "" : ` --tag ${image}`;
       detection.problems.push({
         message: `The sandbox image "${image}" is missing`,
-        fix: `Build it: codemode image build --runtime ${engine}`,
+        fix: `Build it: codemode image build --runtime ${engine}${tag}`,
       });
       return detection;
     }

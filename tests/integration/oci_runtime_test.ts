@@ -12,6 +12,7 @@ import type { RuntimePlugin, SandboxLimits, SandboxProcess } from "../../core/co
 import { DEFAULT_IMAGE } from "../../core/image_build.ts";
 import { execCli } from "../../plugins/runtime/_oci_exec.ts";
 import { docker } from "../../plugins/runtime/docker.ts";
+import type { OciOptions } from "../../plugins/runtime/oci_base.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
 import { runtimeContract } from "./_runtime_contract.ts";
 
@@ -189,6 +190,40 @@ async function eventually(check: () => Promise<boolean>, ms = 10_000): Promise<b
   return check();
 }
 
+/** The engine's plugin with other options. */
+function withImage(engine: Engine, image: string, options: OciOptions = {}): RuntimePlugin {
+  const factory = engine.label === "docker" ? docker : podman;
+  return factory({ command: engine.command, image, ...options });
+}
+
+Deno.test("detect() reports an engine that is not installed, with how to install it", async () => {
+  const detection = await podman({ command: ["codemode-no-such-engine"] }).detect();
+  assert.deepEqual(detection, {
+    name: "podman",
+    available: false,
+    version: undefined,
+    rootless: undefined,
+    problems: [{
+      message: "podman is not installed",
+      fix: "Install it (Debian: apt-get install podman) or choose another runtime",
+    }],
+  });
+});
+
+Deno.test("docker detect() explains a daemon that is not running", async () => {
+  const saved = process.env.DOCKER_HOST;
+  process.env.DOCKER_HOST = "unix:///tmp/codemode-test-no-daemon.sock";
+  try {
+    const detection = await docker().detect();
+    assert.equal(detection.available, false);
+    assert.equal(detection.problems[0]?.message, "The Docker daemon is not running");
+    assert.match(detection.problems[0]?.fix ?? "", /dockerd/);
+  } finally {
+    if (saved === undefined) delete process.env.DOCKER_HOST;
+    else process.env.DOCKER_HOST = saved;
+  }
+});
+
 for (const engine of ENGINES) {
   // The behaviour every runtime shares (sessions, timeouts, kills, reaping), then what only containers do.
   runtimeContract(engine.label, engine.make, engine.skip);
@@ -207,6 +242,23 @@ for (const engine of ENGINES) {
     assert.equal(detection.available, true, JSON.stringify(detection.problems));
     assert.equal(detection.rootless, engine.label.startsWith("rootless"));
     assert.match(detection.version ?? "", /^\d+\.\d+/);
+  });
+
+  test("detect() names a missing image and the command that builds it", async () => {
+    const detection = await withImage(engine, "codemode-test-missing:1").detect();
+    assert.equal(detection.available, false);
+    assert.deepEqual(detection.problems.at(-1), {
+      message: `The sandbox image "codemode-test-missing:1" is missing`,
+      fix: `Build it: codemode image build --runtime ${engine.make().name} --tag codemode-test-missing:1`,
+    });
+  });
+
+  test("detect() explains ulimits the host cannot grant", async () => {
+    // Above fs.nr_open no process may raise RLIMIT_NOFILE, root included.
+    const nrOpen = Number(readFileSync("/proc/sys/fs/nr_open", "utf8"));
+    const detection = await withImage(engine, IMAGE, { nofile: nrOpen + 1 }).detect();
+    assert.equal(detection.available, false);
+    assert.match(detection.problems.at(-1)?.fix ?? "", /Lower the nofile\/nproc plugin options/);
   });
 
   test("a sandbox runs as nobody with no capabilities, no network, no host env and a read-only root", async (runtime) => {

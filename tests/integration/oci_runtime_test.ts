@@ -49,87 +49,12 @@ const ENGINES: Engine[] = [
   { label: "docker", command: ["docker"], make: () => docker() },
 ];
 
-const FACTS = String.raw`
-import errno, json, os, shutil, socket, subprocess
-facts = {"uid": os.getuid(), "gid": os.getgid(), "cwd": os.getcwd()}
-status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
-facts["cap_eff"] = status["CapEff"].strip()
-facts["no_new_privs"] = status["NoNewPrivs"].strip()
-facts["root_ro"] = any(l.split()[1] == "/" and l.split()[3].split(",")[0] == "ro" for l in open("/proc/self/mounts"))
-try:
-    open("/codemode-probe", "w")
-    facts["root_write"] = "ok"
-except OSError as e:
-    facts["root_write"] = errno.errorcode[e.errno]
-writable = []
-for d in ["/", "/etc", "/root", "/home", "/var/tmp", "/run", "/usr", "/tmp", "/workspace", "/dev/shm"]:
-    try:
-        with open(os.path.join(d, "codemode-probe"), "w") as f:
-            f.write("x")
-        writable.append(d)
-    except OSError:
-        pass
-facts["writable"] = writable
-facts["exec"] = {}
-for d in ["/tmp", "/workspace"]:
-    shutil.copy("/bin/true", d + "/true")
-    os.chmod(d + "/true", 0o755)
-    try:
-        subprocess.run([d + "/true"], check=True)
-        facts["exec"][d] = "ok"
-    except OSError as e:
-        facts["exec"][d] = errno.errorcode[e.errno]
-s = socket.socket()
-s.settimeout(3)
-try:
-    s.connect(("1.1.1.1", 53))
-    facts["connect"] = "ok"
-except OSError as e:
-    facts["connect"] = str(e)
-facts["interfaces"] = sorted(name for _, name in socket.if_nameindex())
-facts["env"] = dict(os.environ)
-facts["pid1"] = open("/proc/1/cmdline").read().split("\0")[0]
-facts["rlimit_nofile"] = open("/proc/self/limits").read().split("Max open files")[1].split()[:2]
-print(json.dumps(facts))
-`;
-
-// Only the first process forks, so the count it reaches is the number of processes the limits allow.
-const FORK_COUNT = String.raw`
-import os, time
-n = 0
-try:
-    while True:
-        if os.fork() == 0:
-            time.sleep(60)
-            os._exit(0)
-        n += 1
-except OSError as e:
-    print(n, e.strerror, flush=True)
-time.sleep(60)
-`;
-
-// A real fork bomb: every process forks forever.
-const FORK_BOMB = String.raw`
-import os, sys, time
-print("started", flush=True)
-while True:
-    try:
-        os.fork()
-    except OSError:
-        time.sleep(0.01)
-`;
-
-const MEMORY_HOG = String.raw`
-import sys
-chunks = []
-try:
-    for i in range(16):
-        chunks.append(bytearray(64 << 20))
-        print(len(chunks) * 64, flush=True)
-    print("allocated all", flush=True)
-except MemoryError:
-    print("MemoryError", flush=True)
-`;
+const probe = (file: string) =>
+  readFileSync(new URL(`../testdata/oci_probes/${file}`, import.meta.url), "utf8");
+const FACTS = probe("facts.py");
+const FORK_COUNT = probe("fork_count.py");
+const FORK_BOMB = probe("fork_bomb.py");
+const MEMORY_HOG = probe("memory_hog.py");
 
 function sandboxName(label: string): string {
   return `codemode-test-oci-${label.replace(/\W+/g, "-")}-${randomBytes(4).toString("hex")}`;

@@ -14,7 +14,6 @@ import { execCli } from "../../plugins/runtime/_oci_exec.ts";
 import { docker } from "../../plugins/runtime/docker.ts";
 import type { OciOptions } from "../../plugins/runtime/oci_base.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
-import { runtimeContract } from "./_runtime_contract.ts";
 
 const IMAGE = process.env.CODEMODE_IMAGE ?? DEFAULT_IMAGE;
 const ROOTLESS_USER = process.env.CODEMODE_ROOTLESS_USER ?? "codemode-rootless";
@@ -151,7 +150,6 @@ Deno.test("docker detect() explains a daemon that is not running", async () => {
 
 for (const engine of ENGINES) {
   // The behaviour every runtime shares (sessions, timeouts, kills, reaping), then what only containers do.
-  runtimeContract(engine.label, engine.make, engine.skip);
   if (engine.skip) console.warn(`IGNORED ${engine.label} OCI runtime tests: ${engine.skip}`);
   const test = (name: string, fn: (runtime: RuntimePlugin) => Promise<void>) =>
     Deno.test({

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds dist/codemode: one self-contained executable (no Deno, no node_modules needed at run time).
-# `bun build --compile` by default: it works offline. `deno compile` needs its runtime (denort) from
-# Deno's download server; pass --deno to use it where that server is reachable (or denort is cached).
+# `bun build --compile` by default: it works offline, and its entry (scripts/compile_entry.ts) embeds the
+# Pyodide files, which the pyodide runtime unpacks into the state directory on first use (that runtime
+# still needs a deno on PATH to host Pyodide). `deno compile` needs its runtime (denort) from Deno's
+# download server; pass --deno to use it where that server is reachable (or denort is cached). Its
+# binary embeds no Pyodide: the pyodide runtime there needs node_modules/pyodide or an assetDir.
 # Usage: scripts/compile.sh [--deno] [--out PATH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +28,7 @@ if [ "$compiler" = deno ]; then
   deno compile --allow-all --quiet --output "$tmp" cli.ts
 else
   # --minify-syntax/whitespace keep names (stack traces stay readable); bytecode speeds up start-up.
-  bun build cli.ts --compile --bytecode --format=esm --minify-syntax --minify-whitespace --sourcemap=none \
+  bun build scripts/compile_entry.ts --compile --bytecode --format=esm --minify-syntax --minify-whitespace --sourcemap=none \
     --target=bun --outfile "$tmp" >&2
 fi
 chmod +x "$tmp"

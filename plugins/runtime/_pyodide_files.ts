@@ -5,7 +5,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { copyFile, mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,6 +22,31 @@ export const PYODIDE_FILES: readonly string[] = [
   "python_stdlib.zip",
   "pyodide-lock.json",
 ];
+
+/** Pyodide files by name (each of {@link PYODIDE_FILES}), each a path node:fs can read. */
+export type PyodideFileMap = Readonly<Record<string, string>>;
+
+/** A Pyodide distribution: a directory, or the files one by one (as a compiled binary embeds them). */
+export type PyodideSource = string | PyodideFileMap;
+
+let embedded: PyodideFileMap | undefined;
+
+/**
+ * Registers the Pyodide files compiled into this binary (scripts/compile_entry.ts). The runtime then
+ * unpacks them into its cache directory on first use instead of looking for node_modules.
+ */
+export function provideEmbeddedAssets(files: PyodideFileMap): void {
+  const missing = PYODIDE_FILES.filter((file) => !files[file]);
+  if (missing.length) {
+    throw new Error(`The embedded Pyodide files lack "${missing.join('", "')}": add them to the entry point`);
+  }
+  embedded = Object.fromEntries(PYODIDE_FILES.map((file) => [file, files[file]]));
+}
+
+/** The Pyodide files compiled into this binary, if it is a compiled binary that has them. */
+export function embeddedAssets(): PyodideFileMap | undefined {
+  return embedded;
+}
 
 /** Progress of first-use preparation (copying the distribution, making the snapshot). */
 export interface PrepareProgress {
@@ -47,16 +72,17 @@ export function findPyodideAssets(roots: string[]): string | undefined {
   return undefined;
 }
 
-/** True when `dir` holds every file in {@link PYODIDE_FILES}. */
-export function isDistribution(dir: string): boolean {
-  return PYODIDE_FILES.every((file) => existsSync(join(dir, file)));
+/** True when `source` has every file in {@link PYODIDE_FILES}. */
+export function isDistribution(source: PyodideSource): boolean {
+  const files = filesOf(source);
+  return PYODIDE_FILES.every((file) => existsSync(files[file]));
 }
 
 /** The version in a Pyodide distribution's package.json. */
-export function pyodideVersion(dir: string): string {
-  const version = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")).version;
+export function pyodideVersion(source: PyodideSource): string {
+  const version = JSON.parse(readFileSync(filesOf(source)["package.json"], "utf8")).version;
   if (typeof version !== "string" || !/^[\w.+-]+$/.test(version)) {
-    throw new Error(`The Pyodide package in "${dir}" has no usable version: reinstall it`);
+    throw new Error(`The Pyodide package in ${describe(source)} has no usable version: reinstall it`);
   }
   return version;
 }
@@ -68,32 +94,46 @@ export function cacheDir(stateDir: string, version: string): string {
 
 /**
  * Copies the Pyodide distribution from `source` into `<stateDir>/pyodide/<version>/` unless it is there
- * already, and returns that directory. For a compiled binary, which has no node_modules to read from.
+ * already, and returns that directory. For a compiled binary, which has no node_modules to read from:
+ * `source` is then the map of embedded files (node:fs reads those, but can't copyFile them).
  */
 export async function installPyodideAssets(
-  source: string,
+  source: PyodideSource,
   stateDir: string,
   onProgress?: ProgressCallback,
 ): Promise<string> {
   if (!isDistribution(source)) {
-    throw new Error(`"${source}" is not a Pyodide distribution (it lacks ${PYODIDE_FILES.join(", ")})`);
+    throw new Error(
+      `${describe(source)} is not a Pyodide distribution (it lacks one of ${PYODIDE_FILES.join(", ")})`,
+    );
   }
+  const files = filesOf(source);
   const target = cacheDir(stateDir, pyodideVersion(source));
-  await mkdir(target, { recursive: true });
   let done = 0;
   for (const file of PYODIDE_FILES) {
-    const from = join(source, file), to = join(target, file);
+    const to = join(target, file);
     const have = await stat(to).catch(() => undefined);
-    if (!have || have.size !== (await stat(from)).size) {
-      onProgress?.({ phase: "copy", done, total: PYODIDE_FILES.length, message: `Copying ${file}` });
-      const temp = `${to}.${process.pid}.${randomTag()}.tmp`;
-      await copyFile(from, temp);
-      await rename(temp, to);
+    if (!have || have.size !== (await stat(files[file])).size) {
+      const verb = typeof source === "string" ? "Copying" : "Unpacking";
+      onProgress?.({ phase: "copy", done, total: PYODIDE_FILES.length, message: `${verb} ${file}` });
+      await writeAtomically(to, await readFile(files[file]));
     }
     done++;
   }
   onProgress?.({ phase: "copy", done, total: PYODIDE_FILES.length, message: "Pyodide files ready" });
   return target;
+}
+
+/** Progress for a terminal: the current step on one stderr line, ended with its phase (silent if no step). */
+export function stderrProgress(): ProgressCallback {
+  let shown = false;
+  return (event) => {
+    const last = event.done === event.total;
+    if (last && !shown) return; // a phase with nothing to do (the files are there already) says nothing
+    shown = !last;
+    const step = last ? "\n" : ` (${event.done + 1}/${event.total})`;
+    process.stderr.write(`\r\x1b[Kcodemode: ${event.message}${step}`);
+  };
 }
 
 /** The host program as one self-contained ES module. */
@@ -139,6 +179,16 @@ export function searchRoots(): string[] {
     if (import.meta.url.startsWith("file:")) roots.unshift(dirname(fileURLToPath(import.meta.url)));
   } catch { /* a compiled binary's module URL is not a file */ }
   return roots;
+}
+
+function filesOf(source: PyodideSource): PyodideFileMap {
+  return typeof source === "string"
+    ? Object.fromEntries(PYODIDE_FILES.map((file) => [file, join(source, file)]))
+    : source;
+}
+
+function describe(source: PyodideSource): string {
+  return typeof source === "string" ? `"${source}"` : "the files embedded in this binary";
 }
 
 function hash(text: string): string {

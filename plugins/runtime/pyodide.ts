@@ -27,12 +27,15 @@ import { log } from "../../core/log.ts";
 import { denoArgs, denoEnv, findDeno, memoryBytes, parseDenoVersion } from "./_pyodide_deno.ts";
 import {
   cacheDir,
+  embeddedAssets,
   findPyodideAssets,
+  installPyodideAssets,
   isDistribution,
   type ProgressCallback,
   pyodideVersion,
   searchRoots,
   snapshotPath,
+  stderrProgress,
   writeAtomically,
   writeHostProgram,
 } from "./_pyodide_files.ts";
@@ -42,7 +45,10 @@ export { installPyodideAssets, type PrepareProgress, type ProgressCallback } fro
 
 /** Options of the pyodide runtime. */
 export interface PyodideOptions {
-  /** The Pyodide distribution (default: node_modules/pyodide above this module or the working directory). */
+  /**
+   * The Pyodide distribution (default: the files compiled into this binary, unpacked into the state
+   * directory on first use; else node_modules/pyodide above this module or the working directory).
+   */
   assetDir?: string;
   /** Where the host program and snapshot are cached, under `pyodide/<version>/` (default: codemode's). */
   stateDir?: string;
@@ -52,7 +58,7 @@ export interface PyodideOptions {
   snapshot?: boolean;
   /** How long making the snapshot may take. */
   snapshotTimeoutMs?: number;
-  /** Progress of first-use preparation. */
+  /** Progress of first-use preparation (default for a compiled binary: lines on stderr if a terminal). */
   onProgress?: ProgressCallback;
 }
 
@@ -76,9 +82,13 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
 
   const locate = () => {
     const deno = findDeno(settings.deno, searchRoots());
-    const assets = settings.assetDir ?? findPyodideAssets(searchRoots());
+    const assets = settings.assetDir ?? embeddedAssets() ?? findPyodideAssets(searchRoots());
     return { deno, assets };
   };
+  // A compiled binary's first use unpacks ~13 MB and makes a snapshot (~10 s): say so on a terminal.
+  const terminal = stderrProgress();
+  const progress = (): ProgressCallback | undefined =>
+    settings.onProgress ?? (embeddedAssets() && process.stderr.isTTY ? terminal : undefined);
 
   async function detect(): Promise<RuntimeDetection> {
     const problems: Problem[] = [];
@@ -92,7 +102,7 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
     let version: string | undefined;
     if (!assets || !isDistribution(assets)) {
       problems.push({
-        message: `The Pyodide files are missing${assets ? ` from "${assets}"` : ""}`,
+        message: `The Pyodide files are missing${typeof assets === "string" ? ` from "${assets}"` : ""}`,
         fix: "Install the npm package pyodide (npm install), or pass the assetDir option",
       });
     } else {
@@ -137,15 +147,20 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
       if (!assets || !isDistribution(assets)) {
         throw new Error(
           `Cannot start a Pyodide sandbox: the Pyodide files are missing${
-            assets ? ` from "${assets}"` : ""
+            typeof assets === "string" ? ` from "${assets}"` : ""
           }; ` +
             "run npm install or pass the assetDir option",
         );
       }
       const version = pyodideVersion(assets);
-      const cache = cacheDir(settings.stateDir ?? defaultStateDir(), version);
+      const stateDir = settings.stateDir ?? defaultStateDir();
+      const cache = cacheDir(stateDir, version);
+      // Embedded files are unpacked into the cache, the one directory the subprocess may read.
+      const dir = typeof assets === "string"
+        ? assets
+        : await installPyodideAssets(assets, stateDir, progress());
       const program = await writeHostProgram(cache);
-      const base = { deno, assets: withSlash(assets), cache, program, version };
+      const base = { deno, assets: withSlash(dir), cache, program, version };
       const snapshot = settings.snapshot ? await ensureSnapshot(base) : undefined;
       return { ...base, ...(snapshot ? { snapshot } : {}) };
     })();
@@ -156,7 +171,7 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
   async function ensureSnapshot(base: Omit<Prepared, "snapshot">): Promise<string | undefined> {
     const path = snapshotPath(base.cache, base.program, base.version);
     if (existsSync(path)) return path;
-    settings.onProgress?.({
+    progress()?.({
       phase: "snapshot",
       done: 0,
       total: 1,
@@ -186,7 +201,7 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
       return undefined;
     }
     await writeAtomically(path, result.bytes);
-    settings.onProgress?.({
+    progress()?.({
       phase: "snapshot",
       done: 1,
       total: 1,

@@ -28,8 +28,8 @@ if [ "$compiler" = deno ]; then
   deno compile --allow-all --quiet --output "$tmp" cli.ts
 else
   # --minify-syntax/whitespace keep names (stack traces stay readable); bytecode speeds up start-up.
-  bun build scripts/compile_entry.ts --compile --bytecode --format=esm --minify-syntax --minify-whitespace --sourcemap=none \
-    --target=bun --outfile "$tmp" >&2
+  bun build scripts/compile_entry.ts --compile --bytecode --format=esm --minify-syntax --minify-whitespace \
+    --sourcemap=none --target=bun --outfile "$tmp" >&2
 fi
 chmod +x "$tmp"
 mv -f "$tmp" "$out"

@@ -23,6 +23,7 @@ import {
   rssMiB,
   sandboxOf,
   type SectionResult,
+  type Served,
   startServe,
   timeEach,
   tokens,
@@ -30,7 +31,7 @@ import {
 } from "./bench_harness.ts";
 
 /** Counts of the serve section. */
-export const counts = { warm: 200, warmup: 5, exec: 20, freshServes: 3, bareRuns: 5 };
+export const counts = { warm: 200, warmup: 5, exec: 20, freshServes: 5, bareRuns: 10 };
 
 const LIMITS = { memory: "512m", pids: 128 };
 
@@ -84,6 +85,13 @@ export async function benchServe(): Promise<SectionResult> {
   const env = { CODEMODE_RUNTIME: "podman" };
   const rows: Row[] = result.rows;
   const home = fakeHome();
+  // Every serve opened here, so a failure part-way still closes them before their containers are checked.
+  const opened: Served[] = [];
+  const open = async () => {
+    const served = await startServe({ home, env });
+    opened.push(served);
+    return served;
+  };
   try {
     // Bare container starts, interleaved with nothing else: the floor a first call cannot beat.
     await bareRun(0);
@@ -93,11 +101,11 @@ export async function benchServe(): Promise<SectionResult> {
 
     // Fresh serves: first call once runtime detection and background indexing are done.
     const first: number[] = [];
-    let warmServe: Awaited<ReturnType<typeof startServe>> | undefined;
+    let warmServe: Served | undefined;
     let idleRss: number | undefined;
     let listed: unknown;
     for (let i = 0; i < counts.freshServes; i++) {
-      const served = await startServe({ home, env });
+      const served = await open();
       await served.runtimeSelected();
       await catalogIndexed(home, 3);
       if (i === 0) {
@@ -123,7 +131,7 @@ export async function benchServe(): Promise<SectionResult> {
 
     // A first call sent right after initialize pays for runtime detection too.
     {
-      const served = await startServe({ home, env });
+      const served = await open();
       const start = performance.now();
       await served.run("print(1)");
       const ms = performance.now() - start;
@@ -191,6 +199,7 @@ export async function benchServe(): Promise<SectionResult> {
     }));
     await served.close();
   } finally {
+    await Promise.allSettled(opened.map((s) => s.close()));
     const left = await removeLeftovers();
     if (left.length) result.notes.push(`removed leftover containers: ${left.join(", ")}`);
     removeHome(home);

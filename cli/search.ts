@@ -54,6 +54,7 @@ export async function runSearch(
     io.err(`Unknown server "${opts.server}": run codemode servers to see the configured ones`);
     return 1;
   }
+  if (!specs.length) io.err("No MCP servers are configured: codemode servers shows where codemode looked");
   const catalog = await indexedCatalog(specs, deps, io);
   const failed = catalog.status().filter((s) => s.state === "failed");
   for (const s of failed) io.err(`Could not list the tools of "${s.server}": ${s.error}`);
@@ -68,13 +69,16 @@ export async function runSearch(
     io.out(`No tools match "${query}" in ${catalog.docs().length} tools of ${specs.length} servers`);
     return 0;
   }
-  const width = Math.max(60, deps.columns ?? process.stdout.columns ?? 100);
-  const fixed = 7 + 18 + 26 + 13;
+  const width = Math.max(60, deps.columns || process.stdout.columns || 100);
+  // Names fit whole when they can (cells are padded by one space each side); descriptions wrap.
+  const serverWidth = Math.min(24, Math.max(8, ...hits.map((h) => h.server.length + 2)));
+  const toolWidth = Math.min(40, Math.max(6, ...hits.map((h) => h.tool.length + 2)));
+  const fixed = 7 + serverWidth + toolWidth + 5;
   // Loaded here, not at the top: it costs ~60 ms and --json never needs it.
   const { default: Table } = await import("cli-table3");
   const table = new Table({
     head: ["score", "server", "tool", "description"].map((h) => io.color.bold(h)),
-    colWidths: [7, 18, 26, Math.max(20, width - fixed)],
+    colWidths: [7, serverWidth, toolWidth, Math.max(20, width - fixed)],
     wordWrap: true,
     style: { head: [], border: [] },
   });

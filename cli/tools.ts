@@ -38,7 +38,7 @@ export async function runTools(
     io.out(`Server "${server}" has no tools`);
     return 0;
   }
-  const width = Math.max(60, deps.columns ?? process.stdout.columns ?? 100);
+  const width = Math.max(60, deps.columns || process.stdout.columns || 100);
   const callWidth = Math.min(60, Math.floor(width * 0.45));
   // Loaded here, not at the top: it costs ~60 ms and --json never needs it.
   const { default: Table } = await import("cli-table3");

@@ -120,7 +120,11 @@ export class ToolCatalog {
   /** A catalog of `specs`; nothing happens until {@link start} or {@link ready}. */
   constructor(specs: readonly ServerSpec[], lister: ToolLister, options: ToolCatalogOptions) {
     this.#lister = lister;
-    this.#options = { ...defaults, ...options };
+    this.#options = {
+      ...options,
+      concurrency: Math.max(1, options.concurrency ?? defaults.concurrency),
+      timeoutMs: options.timeoutMs ?? defaults.timeoutMs,
+    };
     this.#dir = join(options.stateDir, "tool-docs");
     for (const spec of specs) {
       let settle!: () => void;
@@ -193,6 +197,8 @@ export class ToolCatalog {
     if (!entry) {
       throw new RangeError(`Unknown server "${server}": refresh one of ${this.servers().join(", ")}`);
     }
+    // Listed here and now, so a queued background listing would only repeat it.
+    this.#queue = this.#queue.filter((queued) => queued !== entry);
     if (tools) await this.#accept(entry, tools);
     else await this.#list(entry);
   }
@@ -253,10 +259,11 @@ export class ToolCatalog {
 
   async #accept(entry: Entry, tools: Tool[]): Promise<void> {
     entry.docs = tools.map((tool) => toolDoc(entry.spec.name, tool));
-    this.#settle(entry, { state: "ready" });
+    // Written before the server counts as ready, so a CLI that exits right after ready() keeps the cache.
     await this.#writeCache(entry).catch(() => {
       // A read-only or full state dir costs a re-list next time, nothing more.
     });
+    this.#settle(entry, { state: "ready" });
   }
 
   #settle(entry: Entry, change: Pick<ServerIndexStatus, "state" | "error">): void {

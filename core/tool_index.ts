@@ -2,11 +2,13 @@
  * The tool-doc search index: typo-tolerant, multi-word search over tool names, titles, descriptions and
  * parameters.
  *
- * Each query word is matched fuzzily (fuse.js bitap) against the index's vocabulary, not against whole
- * docs: the vocabulary of 1,000+ tools is a few thousand short words, so a query costs well under a
- * millisecond, and a typo in one word ("raed file") costs only that word's share of the score. Matched words
- * lead to tools through an inverted index that knows in which fields each word occurs; field weights and
- * rarity (idf) decide how much a match counts. docs/search.md has the measurements behind the numbers.
+ * Each query word is matched against the index's vocabulary, not against whole docs: as typed, inflected,
+ * as a prefix, and only when none of these exist, corrected (swapped letters, else fuse.js bitap over the
+ * words sharing a first letter). The vocabulary of 1,000+ tools is a couple of thousand short words, so a
+ * query costs well under a millisecond, and a typo in one word ("raed file") costs only that word's share
+ * of the score. Matched words lead to tools through an inverted index that knows in which fields each word
+ * occurs; field weights and rarity (idf) decide how much a match counts. docs/search.md has the
+ * measurements behind the numbers.
  * @module
  */
 import Fuse from "fuse.js";
@@ -109,7 +111,8 @@ export class ToolIndex {
     }
     this.#sorted = [...this.#postings.keys()].sort();
     for (const word of this.#sorted) {
-      push(this.#byLetter, word[0], word);
+      // Stopwords are never what a misspelt query word meant ("time" is not "the").
+      if (!STOPWORDS.has(word)) push(this.#byLetter, word[0], word);
       push(this.#stems, stemOf(word), word);
     }
   }
@@ -215,6 +218,8 @@ export class ToolIndex {
     if (!found.size) {
       for (const letter of new Set(term.slice(0, 2))) {
         for (const { item: word, score = 1 } of this.#fuzzy(letter)?.search(term) ?? []) {
+          // Edits allowed grow with length, as in Lucene's AUTO fuzziness: 1 up to 5 letters, then 2.
+          if (Math.round(score * term.length) > (term.length <= 5 ? 1 : 2)) continue;
           const ratio = Math.min(term.length, word.length) / Math.max(term.length, word.length);
           const quality = (1 - score) * Math.sqrt(ratio) * 0.8;
           if (quality > 0.2 && quality > (found.get(word) ?? 0)) found.set(word, quality);

@@ -8,6 +8,7 @@ import type { ServerSpec } from "./contracts/discovery.ts";
 import { pythonAlias } from "./protocol.ts";
 import { RpcError, type RpcHandler } from "./rpc.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "./tool_docs.ts";
+import type { SearchHit } from "./tool_index.ts";
 
 /** The upstream side: the pool of MCP client connections. */
 export interface ToolCaller {
@@ -20,14 +21,6 @@ export interface ToolCaller {
     args: Record<string, unknown>,
     options?: { signal?: AbortSignal },
   ): Promise<CallToolResult>;
-}
-
-/** One search hit. */
-export interface SearchHit {
-  server: string;
-  tool: string;
-  description: string;
-  score: number;
 }
 
 /** The doc side: search over every configured server (cached), and docs already indexed. */

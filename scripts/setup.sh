@@ -101,12 +101,13 @@ echo "    $(deno --version | head -n1), bun $(bun --version)"
 done_step
 
 step "Installing npm dependencies"
-# npm ci wipes node_modules first; skip it when the installed tree matches the lockfile already.
+# npm install, not npm ci: npm leaves the other platforms' optional @deno/* binaries out of the
+# lockfile and npm ci then rejects it; npm install still installs exactly the locked versions.
 if [ -f "$repo/node_modules/.package-lock.json" ] &&
   [ ! "$repo/package-lock.json" -nt "$repo/node_modules/.package-lock.json" ]; then
   echo "    node_modules is up to date"
 else
-  (cd "$repo" && npm ci --no-audit --no-fund --loglevel=error)
+  (cd "$repo" && npm install --no-audit --no-fund --loglevel=error)
 fi
 done_step
 

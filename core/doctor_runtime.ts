@@ -4,13 +4,12 @@
  * Failures are explained with one fix each. Data only; the CLI prints it.
  * @module
  */
-import { hostname } from "node:os";
 import type { Problem, RuntimePlugin, SandboxLimits } from "./contracts/runtime.ts";
 import { hasImageStore } from "./contracts/runtime.ts";
 import type { HostFrame } from "./protocol.ts";
 import { RpcError } from "./rpc.ts";
 import { SandboxSession } from "./sandbox_session.ts";
-import { LABELS } from "./session_manager.ts";
+import { ownerLabels } from "./session_manager.ts";
 
 /** How healthy one checked thing is; only "fail" makes doctor exit non-zero. */
 export type CheckStatus = "ok" | "warn" | "fail" | "info";
@@ -204,12 +203,7 @@ export async function probeSandbox(
       image: options.image,
       command: options.command,
       limits: options.limits,
-      labels: {
-        [LABELS.managed]: "true",
-        [LABELS.owner]: String(process.pid),
-        [LABELS.host]: hostname(),
-        [LABELS.session]: "doctor",
-      },
+      labels: ownerLabels("doctor"),
     },
     bootstrap: options.bootstrap(),
     rpc: () => Promise.reject(new RpcError("RuntimeError", "doctor's sandbox check serves no calls")),

@@ -20,6 +20,16 @@ export const LABELS = {
   session: "codemode.session",
 } as const;
 
+/** The labels that mark a sandbox as this process's, so a later codemode can reap it if we crash. */
+export function ownerLabels(session: string): Record<string, string> {
+  return {
+    [LABELS.managed]: "true",
+    [LABELS.owner]: String(process.pid),
+    [LABELS.host]: hostname(),
+    [LABELS.session]: session.slice(0, 64),
+  };
+}
+
 /** How sessions are made. */
 export interface SessionManagerOptions {
   /** Resolves the runtime to use (detection may be slow, so it is lazy and shared). */
@@ -144,12 +154,7 @@ export class SessionManager {
         image: o.image,
         command: o.command,
         limits: o.limits,
-        labels: {
-          [LABELS.managed]: "true",
-          [LABELS.owner]: String(process.pid),
-          [LABELS.host]: hostname(),
-          [LABELS.session]: key.slice(0, 64),
-        },
+        labels: ownerLabels(key),
       },
       bootstrap: o.bootstrap(),
       rpc: o.rpc,

@@ -78,12 +78,10 @@ export async function runFile(file: string, options: RunOptions = {}): Promise<n
     }
     let result: RunResult;
     try {
-      result = await app.sessions.run(
-        SESSION_KEY,
-        code,
-        seconds,
-        (stream, text) => process[stream].write(text),
-      );
+      result = await app.sessions.run(SESSION_KEY, code, {
+        timeout: seconds,
+        onOutput: (stream, text) => process[stream].write(text),
+      });
     } catch (error) {
       process.stderr.write(
         `codemode run: ${(error as Error).message ?? error}; run \`codemode doctor\` for a diagnosis\n`,

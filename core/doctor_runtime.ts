@@ -216,7 +216,7 @@ export async function probeSandbox(
     await session.start();
     const startMs = Math.round(performance.now() - started);
     started = performance.now();
-    const result = await session.execute("print('ok')", 15);
+    const result = await session.execute("print('ok')", { timeout: 15 });
     const runMs = Math.round(performance.now() - started);
     const ok = result.status === "ok" && result.stdout.trim() === "ok";
     return {

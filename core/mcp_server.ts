@@ -8,10 +8,11 @@ import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { OutputPlugin, RunResult } from "./contracts/output.ts";
 import { log } from "./log.ts";
+import type { RunOptions } from "./sandbox_session.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
-  run(key: string, code: string, timeoutSeconds: number): Promise<RunResult>;
+  run(key: string, code: string, options: RunOptions): Promise<RunResult>;
 }
 
 /** What the MCP server needs. */
@@ -98,7 +99,7 @@ async function runPython(
         );
       }
     }
-    const result = await options.runner.run(options.sessionKey, code, seconds);
+    const result = await options.runner.run(options.sessionKey, code, { timeout: seconds });
     return notes.length ? { ...result, notes: [...notes, ...(result.notes ?? [])] } : result;
   } catch (error) {
     log.error("run_python failed", { error: String(error) });

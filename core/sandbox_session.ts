@@ -32,6 +32,18 @@ type DoneFrame = Extract<SandboxFrame, { type: "done" }>;
 /** Receives a run's output as the sandbox produces it (before the per-run cap applies). */
 export type OutputListener = (stream: "stdout" | "stderr", text: string) => void;
 
+/** How one run goes. */
+export interface RunOptions {
+  /** Seconds the code may run before the sandbox interrupts it. */
+  timeout: number;
+  /** Hears stdout/stderr as the sandbox produces them (the result still carries them). */
+  onOutput?: OutputListener;
+  /** Aborting interrupts the run the way its timeout would; the result's status is "cancelled". */
+  signal?: AbortSignal;
+  /** Tags the run's log lines and the upstream calls it makes. */
+  requestId?: string;
+}
+
 interface ActiveRun {
   id: string;
   stdout: OutputBuffer;
@@ -109,9 +121,9 @@ export class SandboxSession {
     });
   }
 
-  /** Runs code; runs on one session never overlap. `onOutput` sees output as it arrives. */
-  execute(code: string, timeoutSeconds: number, onOutput?: OutputListener): Promise<RunResult> {
-    const next = this.#queue.then(() => this.#execute(code, timeoutSeconds, onOutput));
+  /** Runs code; runs on one session never overlap. */
+  execute(code: string, options: RunOptions): Promise<RunResult> {
+    const next = this.#queue.then(() => this.#execute(code, options));
     this.#queue = next.catch(() => {});
     return next;
   }
@@ -131,7 +143,8 @@ export class SandboxSession {
     await this.#process?.kill();
   }
 
-  async #execute(code: string, timeoutSeconds: number, onOutput?: OutputListener): Promise<RunResult> {
+  async #execute(code: string, options: RunOptions): Promise<RunResult> {
+    const { timeout: timeoutSeconds, onOutput } = options;
     const started = performance.now();
     if (!this.#alive) throw new Error(`Sandbox "${this.name}" is not running`);
     const id = `run-${++this.#runs}-${crypto.randomUUID()}`;

@@ -9,8 +9,10 @@ import type { RuntimePlugin, SandboxLimits } from "./contracts/runtime.ts";
 import type { RunResult } from "./contracts/output.ts";
 import type { HostFrame } from "./protocol.ts";
 import type { RpcHandler } from "./rpc.ts";
-import { type OutputListener, SandboxSession } from "./sandbox_session.ts";
+import { type RunOptions, SandboxSession } from "./sandbox_session.ts";
 import { log } from "./log.ts";
+
+export type { OutputListener, RunOptions } from "./sandbox_session.ts";
 
 /** Label keys every sandbox carries. */
 export const LABELS = {
@@ -72,23 +74,15 @@ export class SessionManager {
     return this.#entries.size;
   }
 
-  /**
-   * Runs code in the session for `key`, starting the session if needed. Throws when it can't start.
-   * `onOutput` hears stdout/stderr as the sandbox produces them (the result still carries them).
-   */
-  async run(
-    key: string,
-    code: string,
-    timeoutSeconds: number,
-    onOutput?: OutputListener,
-  ): Promise<RunResult> {
+  /** Runs code in the session for `key`, starting the session if needed. Throws when it can't start. */
+  async run(key: string, code: string, options: RunOptions): Promise<RunResult> {
     if (this.#closed) throw new Error("codemode is shutting down");
     const entry = this.#entry(key);
     entry.busy++;
     if (entry.idle) clearTimeout(entry.idle);
     try {
       const session = await entry.session;
-      const result = await session.execute(code, timeoutSeconds, onOutput);
+      const result = await session.execute(code, options);
       if (!session.alive) this.#drop(key, entry);
       return result;
     } catch (error) {

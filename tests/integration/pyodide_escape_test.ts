@@ -118,12 +118,12 @@ test("every escape attempt through the JS bridges fails, and the session goes on
   const m = sessions(pyodide({ stateDir: STATE }));
   try {
     for (const [what, code, expected] of ATTEMPTS) {
-      const r = await m.run("s", code, 30);
+      const r = await m.run("s", code, { timeout: 30 });
       assert.equal(r.status, "error", `${what}: the attempt did not fail: ${JSON.stringify(r)}`);
       assert.match(r.error ?? "", expected, `${what}: unexpected failure`);
       assert.ok(!r.sessionLost, `${what}: the session was lost`);
       assertNoSecret(r);
-      assert.equal((await m.run("s", "1 + 1", 30)).value, "2", `${what}: the next run failed`);
+      assert.equal((await m.run("s", "1 + 1", { timeout: 30 })).value, "2", `${what}: the next run failed`);
     }
     assert.equal(connections, 0, "nothing connected to the listener");
     assert.equal(existsSync(target), false, "no file was written on the host");
@@ -135,13 +135,15 @@ test("every escape attempt through the JS bridges fails, and the session goes on
 test("permissions can't be granted from inside, and Python's file writes stay in memory", async () => {
   const m = sessions(pyodide({ stateDir: STATE }));
   try {
-    const asked = await m.run("s", `${js}js.Deno.permissions.requestSync(obj(name='read')).state`, 30);
+    const asked = await m.run("s", `${js}js.Deno.permissions.requestSync(obj(name='read')).state`, {
+      timeout: 30,
+    });
     assert.equal(asked.value, "'denied'", JSON.stringify(asked));
     const all = await m.run(
       "s",
       `${js}[js.Deno.permissions.querySync(obj(name=n)).state for n in ` +
         `['read', 'write', 'net', 'env', 'run', 'ffi', 'sys', 'import']]`,
-      30,
+      { timeout: 30 },
     );
     assert.equal(
       all.value,
@@ -151,7 +153,7 @@ test("permissions can't be granted from inside, and Python's file writes stay in
       "s",
       `import os\nos.makedirs('${scratch}', exist_ok=True)\n` +
         `open('${target}', 'w').write('pwned')\nopen('${target}').read()`,
-      30,
+      { timeout: 30 },
     );
     assert.equal(written.value, "'pwned'", "the write succeeds in Pyodide's in-memory file system");
     assert.equal(existsSync(target), false, "and never reaches the host's");
@@ -164,7 +166,7 @@ test("the host's environment does not reach the sandbox", async () => {
   const m = sessions(pyodide({ stateDir: STATE }));
   try {
     // What Python sees is Pyodide's own made-up environment (USER=web_user, PATH=/), none of the host's.
-    const r = await m.run("s", "import os\ndict(os.environ)", 30);
+    const r = await m.run("s", "import os\ndict(os.environ)", { timeout: 30 });
     assert.equal(r.status, "ok", r.error);
     assert.match(r.value ?? "", /'USER': 'web_user'/);
     for (const name of [SECRET_NAME, "PATH", "HOME", "USER"]) {

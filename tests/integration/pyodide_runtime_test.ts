@@ -95,23 +95,25 @@ test("detect finds deno and the Pyodide package; there are no containers to list
 test("runs code, keeps state across calls, captures output and returns the last value", async () => {
   const m = sessions(runtime());
   try {
-    const first = await m.run("s", "import sys\nx = 41\nprint('out')\nprint('err', file=sys.stderr)", 30);
+    const first = await m.run("s", "import sys\nx = 41\nprint('out')\nprint('err', file=sys.stderr)", {
+      timeout: 30,
+    });
     assert.equal(first.status, "ok", first.error);
     assert.equal(first.stdout, "out\n");
     assert.equal(first.stderr, "err\n");
     const second = await m.run(
       "s",
       "import os\nx += 1\nos.write(1, b'fd1\\n')\nprint('after', end='')\nx",
-      30,
+      { timeout: 30 },
     );
     assert.equal(second.status, "ok", second.error);
     assert.equal(second.stdout, "fd1\nafter");
     assert.equal(second.value, "42");
-    const awaited = await m.run("s", "import asyncio\nawait asyncio.sleep(0.01)\n'done'", 30);
+    const awaited = await m.run("s", "import asyncio\nawait asyncio.sleep(0.01)\n'done'", { timeout: 30 });
     assert.equal(awaited.value, "'done'");
-    const none = await m.run("s", "y = [1, 2]", 30);
+    const none = await m.run("s", "y = [1, 2]", { timeout: 30 });
     assert.equal(none.value, undefined);
-    const stdin = await m.run("s", "input()", 30);
+    const stdin = await m.run("s", "input()", { timeout: 30 });
     assert.match(stdin.error ?? "", /EOFError/, "stdin is at end of file, as /dev/null is in a container");
   } finally {
     await m.closeAll();
@@ -121,14 +123,14 @@ test("runs code, keeps state across calls, captures output and returns the last 
 test("reports a raised exception with the user's frames only", async () => {
   const m = sessions(runtime());
   try {
-    const r = await m.run("s", "def f():\n    raise ValueError('bad value')\nf()", 30);
+    const r = await m.run("s", "def f():\n    raise ValueError('bad value')\nf()", { timeout: 30 });
     assert.equal(r.status, "error");
     assert.match(r.error ?? "", /ValueError: bad value/);
     assert.match(r.error ?? "", /line 2, in f/);
     assert.doesNotMatch(r.error ?? "", /codemode_runtime|embedded\.py|pyodide_glue|executor\.py/);
-    const syntax = await m.run("s", "def (", 30);
+    const syntax = await m.run("s", "def (", { timeout: 30 });
     assert.match(syntax.error ?? "", /SyntaxError/);
-    assert.equal((await m.run("s", "1 + 1", 30)).value, "2");
+    assert.equal((await m.run("s", "1 + 1", { timeout: 30 })).value, "2");
   } finally {
     await m.closeAll();
   }
@@ -146,19 +148,19 @@ test("calls the host in parallel, and blocking helpers get their answers too", a
   };
   const m = sessions(runtime(), { rpc });
   try {
-    const one = await m.run("s", "await mcp_echo_server.echo(text='hi')", 30);
+    const one = await m.run("s", "await mcp_echo_server.echo(text='hi')", { timeout: 30 });
     assert.equal(one.value, "{'echoed': {'text': 'hi'}}", one.error);
     const started = performance.now();
     const many = await m.run(
       "s",
       "import asyncio\nlen(await asyncio.gather(*(mcp_echo_server.echo(i=i) for i in range(5))))",
-      30,
+      { timeout: 30 },
     );
     assert.equal(many.value, "5", many.error);
     assert.equal(peak, 5, "all five calls were in flight at once");
     assert.ok(performance.now() - started < 1200, "parallel calls overlap");
     // dir() on a proxy asks the host synchronously: Python blocks while the mailbox brings the answer.
-    const listed = await m.run("s", "dir(mcp_echo_server)", 30);
+    const listed = await m.run("s", "dir(mcp_echo_server)", { timeout: 30 });
     assert.equal(listed.status, "ok", listed.error);
     assert.equal(listed.value, "[]");
   } finally {
@@ -169,7 +171,7 @@ test("calls the host in parallel, and blocking helpers get their answers too", a
 test("interrupts a run at its timeout, whether it computes, sleeps or awaits, and keeps the session", async () => {
   const m = sessions(runtime());
   try {
-    await m.run("s", "kept = 'yes'", 30);
+    await m.run("s", "kept = 'yes'", { timeout: 30 });
     for (
       const code of [
         "while True:\n    pass",
@@ -178,12 +180,12 @@ test("interrupts a run at its timeout, whether it computes, sleeps or awaits, an
       ]
     ) {
       const started = performance.now();
-      const r = await m.run("s", code, 1);
+      const r = await m.run("s", code, { timeout: 1 });
       assert.equal(r.status, "timeout", `${code}: ${r.error}`);
       assert.ok(!r.sessionLost, `${code}: an interruptible run must not lose the session`);
       assert.match(r.error ?? "", /Timed out after 1s/);
       assert.ok(performance.now() - started < 2500, `${code}: stopped soon after the timeout`);
-      assert.equal((await m.run("s", "kept", 30)).value, "'yes'");
+      assert.equal((await m.run("s", "kept", { timeout: 30 })).value, "'yes'");
     }
   } finally {
     await m.closeAll();
@@ -196,13 +198,13 @@ test("caps output per run and says so", async () => {
     const r = await m.run(
       "s",
       "print('x' * (3 * 1024 * 1024))\nprint('err', file=__import__('sys').stderr)",
-      30,
+      { timeout: 30 },
     );
     assert.equal(r.status, "ok", r.error);
     assert.ok(r.stdout.length <= 1024 * 1024, `stdout is capped (${r.stdout.length})`);
     assert.ok(r.notes?.some((note) => /stdout/.test(note)), JSON.stringify(r.notes));
     assert.equal(r.stderr, "err\n", "the other stream has its own cap");
-    assert.equal((await m.run("s", "print('small')", 30)).stdout, "small\n");
+    assert.equal((await m.run("s", "print('small')", { timeout: 30 })).stdout, "small\n");
   } finally {
     await m.closeAll();
   }
@@ -211,17 +213,20 @@ test("caps output per run and says so", async () => {
 test("caps memory: Python gets MemoryError and lives on, a runaway JS allocation ends the sandbox", async () => {
   const m = sessions(runtime()); // 256m
   try {
-    const big = await m.run("s", "kept = 1\nb = bytearray(400 * 1024 * 1024)", 30);
+    const big = await m.run("s", "kept = 1\nb = bytearray(400 * 1024 * 1024)", { timeout: 30 });
     assert.equal(big.status, "error");
     assert.match(big.error ?? "", /MemoryError/);
-    assert.equal((await m.run("s", "len(bytearray(64 * 1024 * 1024))", 30)).value, String(64 * 1024 * 1024));
+    assert.equal(
+      (await m.run("s", "len(bytearray(64 * 1024 * 1024))", { timeout: 30 })).value,
+      String(64 * 1024 * 1024),
+    );
     const js = await m.run(
       "s",
       "import js\nbufs = [js.Uint8Array.new(64 * 1024 * 1024).fill(1) for _ in range(12)]\n'survived'",
-      30,
+      { timeout: 30 },
     );
     assert.equal(js.sessionLost, true, JSON.stringify(js));
-    assert.equal((await m.run("s", "'kept' in globals()", 30)).value, "False");
+    assert.equal((await m.run("s", "'kept' in globals()", { timeout: 30 })).value, "False");
   } finally {
     await m.closeAll();
   }
@@ -250,7 +255,10 @@ test("installPyodideAssets copies the distribution once, and a sandbox runs from
     assert.equal(again.length, 1, "nothing copied the second time");
     const m = sessions(pyodide({ assetDir: dir, stateDir: state, snapshot: false }));
     try {
-      assert.equal((await m.run("s", "import sys\nsys.version_info[:2] >= (3, 12)", 60)).value, "True");
+      assert.equal(
+        (await m.run("s", "import sys\nsys.version_info[:2] >= (3, 12)", { timeout: 60 })).value,
+        "True",
+      );
     } finally {
       await m.closeAll();
     }
@@ -277,7 +285,7 @@ test("start-up and round-trip times", async () => {
     const times: number[] = [];
     for (let i = 0; i < 200; i++) {
       const t = performance.now();
-      const result = await session.execute("print(1)", 30);
+      const result = await session.execute("print(1)", { timeout: 30 });
       times.push(performance.now() - t);
       assert.equal(result.stdout, "1\n");
     }

@@ -10,7 +10,7 @@ import type { RunResult } from "../../core/contracts/output.ts";
 function fakeRunner(answer: (code: string) => RunResult | Error) {
   const calls: { key: string; code: string; timeout: number }[] = [];
   const runner: CodeRunner = {
-    run(key, code, timeout) {
+    run(key, code, { timeout }) {
       calls.push({ key, code, timeout });
       const a = answer(code);
       return a instanceof Error ? Promise.reject(a) : Promise.resolve(a);

@@ -99,6 +99,15 @@ export class SessionManager {
     await this.#entry(key).session;
   }
 
+  /** Stops the session for `key` (its client went away); a later run for `key` starts a fresh one. */
+  async close(key: string): Promise<void> {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#entries.delete(key);
+    if (entry.idle) clearTimeout(entry.idle);
+    await entry.session.then((s) => s.close(), () => {});
+  }
+
   /** Stops every session and removes their sandboxes. */
   async closeAll(): Promise<void> {
     this.#closed = true;

@@ -23,8 +23,15 @@ export async function main(argv: string[]): Promise<number> {
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 
   program.command("serve")
-    .description("Run the stdio MCP server (stdout carries only protocol messages; logs go to stderr)")
-    .action(async () => setExit(await (await import("./serve.ts")).serve()));
+    .description(
+      "Run the MCP server: stdio by default (stdout carries only protocol messages), or Streamable HTTP " +
+        "with --http (one sandbox per client session); logs go to stderr",
+    )
+    .option("--http", "serve MCP over Streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    .option("--port <n>", "HTTP port; 0 picks a free one (default 8765)")
+    .option("--host <address>", "HTTP listen address (default 127.0.0.1; others need a token)")
+    .option("--token <token>", "require Authorization: Bearer <token> (better: env CODEMODE_HTTP_TOKEN)")
+    .action(async (opts) => setExit(await (await import("./serve.ts")).serve(opts)));
 
   program.command("run")
     .description(

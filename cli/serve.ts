@@ -1,14 +1,28 @@
 /**
  * `codemode serve`: the stdio MCP server. stdout carries only protocol messages; logs go to stderr.
- * Stops every sandbox and upstream server on SIGINT, SIGTERM, or EOF on stdin.
+ * Stops every sandbox and upstream server on SIGINT, SIGTERM, or EOF on stdin. With `--http` it hands
+ * over to `serve_http.ts` (Streamable HTTP, many clients).
  * @module
  */
 import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { createCodemode } from "../mod.ts";
 import { log } from "../core/log.ts";
+import type { HttpServeOptions } from "./serve_http.ts";
 
-/** Runs the stdio MCP server until the client goes away; resolves with the exit code. */
-export async function serve(): Promise<number> {
+/** Options of `codemode serve`. */
+export interface ServeOptions extends HttpServeOptions {
+  /** Serve Streamable HTTP instead of stdio. */
+  http?: boolean;
+}
+
+/** Runs the MCP server (stdio unless `http`) until the client or a signal stops it; returns the exit code. */
+export async function serve(options: ServeOptions = {}): Promise<number> {
+  if (options.http) return await (await import("./serve_http.ts")).serveHttp(options);
+  const httpOnly = (["port", "host", "token"] as const).filter((k) => options[k] !== undefined);
+  if (httpOnly.length) {
+    process.stderr.write(`codemode: --${httpOnly[0]} applies only with --http\n`);
+    return 2;
+  }
   // stdout belongs to the protocol: anything a library prints must not corrupt it.
   for (const method of ["log", "info", "debug"] as const) {
     console[method] = (...args: unknown[]) => console.error(...args);

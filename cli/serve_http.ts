@@ -1,0 +1,87 @@
+/**
+ * `codemode serve --http`: MCP over Streamable HTTP for many clients at once, each with its own sandbox.
+ * Listens on loopback unless told otherwise, and refuses a non-loopback address without a token. Prints
+ * the URL on stderr; stdout stays empty. Stops every sandbox and upstream server on SIGINT or SIGTERM.
+ * @module
+ */
+import { createCodemode } from "../mod.ts";
+import { McpHttpServer } from "../core/http_server.ts";
+import { isLoopbackHost } from "../core/http_guard.ts";
+import { log } from "../core/log.ts";
+
+/** Default port of `serve --http`. */
+export const DEFAULT_PORT = 8765;
+/** Default address of `serve --http`: loopback only. */
+export const DEFAULT_HOST = "127.0.0.1";
+
+/** The environment variable that holds the bearer token (`--token` wins over it). */
+export const TOKEN_ENV = "CODEMODE_HTTP_TOKEN";
+
+/** Options of `serve --http`, as commander hands them over. */
+export interface HttpServeOptions {
+  port?: string;
+  host?: string;
+  token?: string;
+}
+
+/** Runs the HTTP MCP server until SIGINT or SIGTERM; resolves with the exit code. */
+export async function serveHttp(options: HttpServeOptions): Promise<number> {
+  const port = Number(options.port ?? DEFAULT_PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    return usage(`Invalid --port "${options.port}": expected a whole number from 0 to 65535`);
+  }
+  const host = (options.host ?? DEFAULT_HOST).trim();
+  // The environment is the better place for a secret: the command line shows in `ps`.
+  const token = (options.token ?? process.env[TOKEN_ENV])?.trim() || undefined;
+  if (!isLoopbackHost(host) && !token) {
+    return usage(
+      `Refusing to listen on "${host}" without a token: anyone who reaches it could run code with your ` +
+        "MCP servers; set ${TOKEN_ENV} (or --token), or use --host 127.0.0.1",
+    );
+  }
+  // Libraries must not print on stdout; it stays clean in HTTP mode too, for scripts that start us.
+  for (const method of ["log", "info", "debug"] as const) {
+    console[method] = (...args: unknown[]) => console.error(...args);
+  }
+
+  const app = await createCodemode({ indexInBackground: true });
+  void app.sessions.reapLeftovers().catch((e) =>
+    log.warn("could not reap leftover sandboxes", { error: String(e) })
+  );
+  void app.runtime().catch((e) => log.warn("no sandbox runtime yet", { error: String(e) }));
+  let http: McpHttpServer;
+  try {
+    http = await McpHttpServer.start({
+      host,
+      port,
+      token,
+      idleTimeout: app.settings.idleTimeout,
+      open: (id) => app.mcpServer(id),
+      close: (id) => app.sessions.close(id),
+    });
+  } catch (error) {
+    await app.close();
+    process.stderr.write(`codemode: ${(error as Error).message}\n`);
+    return 1;
+  }
+  process.stderr.write(`codemode: serving MCP over HTTP at ${http.url}${token ? " (token required)" : ""}\n`);
+  log.info("serving over HTTP", { url: http.url, token: Boolean(token) });
+
+  const why = await new Promise<string>((resolve) => {
+    process.once("SIGINT", () => resolve("SIGINT"));
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+  });
+  log.info("shutting down", { why, sessions: http.sessions });
+  await Promise.race([
+    Promise.allSettled([http.close(), app.close()]),
+    new Promise((r) => setTimeout(r, 10_000)),
+  ]);
+  // Exit explicitly: upstream child handles or timers must not keep a finished server alive.
+  setTimeout(() => process.exit(0), 50).unref?.();
+  return 0;
+}
+
+function usage(message: string): number {
+  process.stderr.write(`codemode: ${message}\n`);
+  return 2;
+}

@@ -19,6 +19,7 @@ import { SessionManager } from "./session_manager.ts";
 import { createMcpServer } from "./mcp_server.ts";
 import { selectRuntime } from "./runtime_select.ts";
 import { capabilityText } from "./capabilities.ts";
+import { type Policy, policyOf } from "./policy.ts";
 import { log } from "./log.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
@@ -43,7 +44,9 @@ export interface CodemodeOptions {
 /** A running codemode: its servers, pool, catalog and sandbox sessions. */
 export class Codemode {
   readonly settings: Settings;
+  /** The servers sandbox code may use: discovered ones the policy allows. */
   readonly servers: ServerSpec[];
+  readonly policy: Policy;
   readonly discovery: Discovery;
   readonly pool: UpstreamPool;
   readonly catalog: ToolCatalog;
@@ -55,7 +58,13 @@ export class Codemode {
     this.#options = options;
     this.settings = options.settings;
     this.discovery = discovery;
-    this.servers = discovery.servers;
+    this.policy = policyOf(this.settings);
+    // Refused servers get no proxy, no index entry and no process: nothing starts them.
+    this.servers = discovery.servers.filter((spec) => {
+      const verdict = this.policy.allowsServer(spec.name);
+      if (!verdict.ok) log.info("server refused by policy", { server: spec.name, reason: verdict.reason });
+      return verdict.ok;
+    });
     this.pool = new UpstreamPool(this.servers);
     this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listTools(spec.name), {
       stateDir: this.settings.stateDir,
@@ -67,9 +76,16 @@ export class Codemode {
       limits: { memory: s.memory, pids: s.pids, cpus: s.cpus },
       command: options.sandbox.command,
       bootstrap: () => options.sandbox.bootstrapFrame(this.bootstrapConfig()),
-      rpc: sandboxApi(this.pool, this.catalog, { unwrap: unwrapToolResult, raw: encodeRawResult }),
+      rpc: sandboxApi(
+        this.pool,
+        this.catalog,
+        { unwrap: unwrapToolResult, raw: encodeRawResult },
+        this.policy,
+      ),
       maxOutput: s.maxOutput,
       idleTimeout: s.idleTimeout,
+      maxSessions: s.maxSessions,
+      maxRuns: s.maxRuns,
     });
   }
 
@@ -114,7 +130,7 @@ export class Codemode {
       output: this.#options.plugins.output(this.settings.output),
       defaultTimeout: this.settings.timeout,
       maxTimeout: this.settings.maxTimeout,
-      capabilities: () => capabilityText(this.servers, this.#runtimeName()),
+      capabilities: () => capabilityText(this.servers, this.#runtimeName(), this.policy),
       preload: (names) => this.preload(names),
       sessionKey,
       version: this.#options.version,

@@ -5,9 +5,10 @@
  */
 import type { ServerSpec } from "./contracts/discovery.ts";
 import { pythonAlias } from "./protocol.ts";
+import type { Policy } from "./policy.ts";
 
-/** Markdown describing what sandbox code can do here. */
-export function capabilityText(servers: ServerSpec[], runtime?: string): string {
+/** Markdown describing what sandbox code can do here (only the servers the policy allows are listed). */
+export function capabilityText(servers: ServerSpec[], runtime?: string, policy?: Policy): string {
   const lines = [
     "# codemode: run_python",
     "",
@@ -31,6 +32,20 @@ export function capabilityText(servers: ServerSpec[], runtime?: string): string 
     "",
     `## Configured servers (${servers.length})`,
     ...servers.map((s) => `- \`${pythonAlias(s.name)}\`${s.description ? `: ${s.description}` : ""}`),
+    ...policyLines(policy),
   ];
   return lines.filter((line, i, all) => !(line === "" && all[i - 1] === "")).join("\n") + "\n";
+}
+
+/** What the policy means for sandbox code, so a model does not learn it by trial and error. */
+function policyLines(policy: Policy | undefined): string[] {
+  if (!policy || policy.open) return [];
+  const r = policy.rules;
+  return [
+    "",
+    "## Policy",
+    "- Some servers or tools may be hidden; naming one raises `PermissionError` saying which rule refused it.",
+    r.readOnly ? "- Read-only: only tools annotated `readOnlyHint` can be called." : "",
+    r.maxToolCalls !== undefined ? `- At most ${r.maxToolCalls} tool calls per run_python call.` : "",
+  ].filter((line, i) => line !== "" || i === 0);
 }

@@ -1,11 +1,14 @@
 /**
  * What sandbox code can ask of the host: tool calls, server and tool docs, search. Each RPC method the
  * Python `mcp` package uses is served here. Server secrets (env, headers, args, urls) never cross.
+ * The policy applies here: refused servers and tools are left out of every listing and search, and
+ * naming one raises PermissionError saying which rule refused it.
  * @module
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "./contracts/discovery.ts";
 import { pythonAlias } from "./protocol.ts";
+import { Policy, type Verdict } from "./policy.ts";
 import { RpcError, type RpcHandler } from "./rpc.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "./tool_docs.ts";
 import type { SearchHit } from "./tool_index.ts";
@@ -26,6 +29,8 @@ export interface ToolCaller {
 /** The doc side: search over every configured server (cached), and docs already indexed. */
 export interface DocSearch {
   search(query: string, options: { limit?: number; server?: string }): SearchHit[] | Promise<SearchHit[]>;
+  /** Indexed docs of one server: search hits are checked against the policy with their annotations. */
+  docs(server: string): ToolDoc[];
 }
 
 /** How tool results are turned into values for Python. */
@@ -34,37 +39,50 @@ export interface ResultCodec {
   raw(result: CallToolResult): unknown;
 }
 
-/** Builds the RPC handler sandbox sessions use. */
-export function sandboxApi(pool: ToolCaller, docs: DocSearch, codec: ResultCodec): RpcHandler {
+/** Builds the RPC handler sandbox sessions use; `policy` decides what sandbox code may reach. */
+export function sandboxApi(
+  pool: ToolCaller,
+  docs: DocSearch,
+  codec: ResultCodec,
+  policy: Policy = new Policy(),
+): RpcHandler {
+  // One AbortSignal per run, so counting by signal counts per run and forgets finished runs by itself.
+  const callsMade = new WeakMap<AbortSignal, number>();
+  const allowedServers = () => pool.names().filter((n) => policy.allowsServer(n).ok);
   const server = (params: Record<string, unknown>, key = "server"): string => {
     const name = params[key];
     if (typeof name !== "string" || !name) throw new RpcError("ValueError", `"${key}" must be a server name`);
     const resolved = resolveServer(pool, name);
+    enforce(policy.allowsServer(resolved ?? name));
     if (!resolved) {
       throw new RpcError(
         "KeyError",
-        `Unknown server "${name}"; configured: ${pool.names().join(", ") || "none"}`,
+        `Unknown server "${name}"; configured: ${allowedServers().join(", ") || "none"}`,
       );
     }
     return resolved;
   };
+  const allowed = (d: ToolDoc) => policy.allowsTool(d.server, d.tool, d.annotations).ok;
   const toolDocs = async (name: string): Promise<ToolDoc[]> =>
-    (await pool.listTools(name)).map((t) => toolDoc(name, t));
+    (await pool.listTools(name)).map((t) => toolDoc(name, t)).filter(allowed);
 
   const methods: Record<string, (params: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>> =
     {
       async call_tool(params, signal) {
         const name = server(params);
-        const tool = await resolveTool(pool, name, String(params.tool ?? ""));
+        const tool = await resolveTool(pool, policy, name, String(params.tool ?? ""));
         const args = params.arguments ?? {};
         if (typeof args !== "object" || Array.isArray(args)) {
           throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
         }
+        const made = callsMade.get(signal) ?? 0;
+        enforce(policy.allowsCall(made));
+        callsMade.set(signal, made + 1);
         const result = await pool.callTool(name, tool, args as Record<string, unknown>, { signal });
         return params.raw ? codec.raw(result) : codec.unwrap(result);
       },
       list_servers() {
-        return Promise.resolve(pool.names().map((name) => publicServer(name, pool.spec(name))));
+        return Promise.resolve(allowedServers().map((name) => publicServer(name, pool.spec(name))));
       },
       async describe_server(params) {
         const name = server(params, "name");
@@ -80,7 +98,10 @@ export function sandboxApi(pool: ToolCaller, docs: DocSearch, codec: ResultCodec
         if (typeof params.tool === "string" && params.tool) {
           const wanted = params.tool;
           found = found.filter((d) => d.tool === wanted || pythonAlias(d.tool) === wanted);
-          if (!found.length) throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
+          if (!found.length) {
+            await resolveTool(pool, policy, name, wanted); // raises PermissionError when the policy hid it
+            throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
+          }
         }
         return found.map(detail === "full" ? toolFull : toolSummary);
       },
@@ -89,7 +110,13 @@ export function sandboxApi(pool: ToolCaller, docs: DocSearch, codec: ResultCodec
         if (!query) throw new RpcError("ValueError", "search_tool_docs needs a query");
         const limit = Math.max(1, Math.min(100, Number(params.limit ?? 5) || 5));
         const serverName = typeof params.server === "string" ? server(params) : undefined;
-        return await docs.search(query, { limit, server: serverName });
+        if (policy.open) return await docs.search(query, { limit, server: serverName });
+        // Refused tools are dropped after ranking, so ask for the most and keep the first allowed ones.
+        const hits = await docs.search(query, { limit: 100, server: serverName });
+        return hits.filter((hit) => {
+          const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
+          return policy.allowsTool(hit.server, hit.tool, doc?.annotations).ok;
+        }).slice(0, limit);
       },
     };
 
@@ -106,19 +133,30 @@ function resolveServer(pool: ToolCaller, name: string): string | undefined {
   return names.includes(name) ? name : names.find((n) => pythonAlias(n) === name);
 }
 
-/** Maps a tool alias (`get_sum`) back to the server's own tool name (`get-sum`). */
-async function resolveTool(pool: ToolCaller, server: string, tool: string): Promise<string> {
+/**
+ * Maps a tool alias (`get_sum`) back to the server's own tool name (`get-sum`); raises PermissionError
+ * for a tool the policy refuses, and AttributeError listing the allowed ones for a tool that isn't there.
+ */
+async function resolveTool(pool: ToolCaller, policy: Policy, server: string, tool: string): Promise<string> {
   if (!tool) throw new RpcError("ValueError", "A tool name is required");
   const tools = await pool.listTools(server);
-  if (tools.some((t) => t.name === tool)) return tool;
-  const match = tools.find((t) => pythonAlias(t.name) === tool);
-  if (match) return match.name;
+  const match = tools.find((t) => t.name === tool) ?? tools.find((t) => pythonAlias(t.name) === tool);
+  if (match) {
+    enforce(policy.allowsTool(server, match.name, match.annotations));
+    return match.name;
+  }
+  const available = tools.filter((t) => policy.allowsTool(server, t.name, t.annotations).ok);
   throw new RpcError(
     "AttributeError",
     `Server "${server}" has no tool "${tool}"; available: ${
-      tools.map((t) => pythonAlias(t.name)).join(", ")
+      available.map((t) => pythonAlias(t.name)).join(", ") || "none"
     }`,
   );
+}
+
+/** Raises a refusal in the sandbox as PermissionError. */
+function enforce(verdict: Verdict): void {
+  if (!verdict.ok) throw new RpcError("PermissionError", verdict.reason);
 }
 
 /** What sandbox code may know about a server: no command line, env, headers or URL (they hold secrets). */

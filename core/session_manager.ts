@@ -10,6 +10,7 @@ import type { RunResult } from "./contracts/output.ts";
 import type { HostFrame } from "./protocol.ts";
 import type { RpcHandler } from "./rpc.ts";
 import { type RunOptions, SandboxSession } from "./sandbox_session.ts";
+import { RunSlots } from "./run_slots.ts";
 import { log } from "./log.ts";
 
 export type { OutputListener, RunOptions } from "./sandbox_session.ts";
@@ -48,12 +49,21 @@ export interface SessionManagerOptions {
   idleTimeout: number;
   /** Seconds after a run's timeout before a sandbox that did not stop is killed. */
   graceSeconds?: number;
+  /**
+   * Most live sessions. A new session beyond it stops the least recently used idle one; when every
+   * session is running code, the new one's run is refused with an error result.
+   */
+  maxSessions?: number;
+  /** Most runs executing at once across sessions; the others wait their turn within their timeout. */
+  maxRuns?: number;
 }
 
 interface Entry {
   session: Promise<SandboxSession>;
   idle?: ReturnType<typeof setTimeout>;
   busy: number;
+  /** When a run last started or ended here (a counter, for least-recently-used eviction). */
+  used: number;
 }
 
 /** The sessions of one codemode process. */
@@ -62,11 +72,14 @@ export class SessionManager {
   #entries = new Map<string, Entry>();
   #closed = false;
   #counter = 0;
+  #uses = 0;
+  readonly #slots: RunSlots;
   readonly #tag = Math.random().toString(36).slice(2, 8);
 
   /** Creates a manager; no sandbox starts until the first run. */
   constructor(options: SessionManagerOptions) {
     this.#options = options;
+    this.#slots = new RunSlots(options.maxRuns);
   }
 
   /** Number of live sessions. */
@@ -78,11 +91,13 @@ export class SessionManager {
   async run(key: string, code: string, options: RunOptions): Promise<RunResult> {
     if (this.#closed) throw new Error("codemode is shutting down");
     const entry = this.#entry(key);
+    if (!entry) return notRun("error", this.#fullMessage());
     entry.busy++;
+    entry.used = ++this.#uses;
     if (entry.idle) clearTimeout(entry.idle);
     try {
       const session = await entry.session;
-      const result = await session.execute(code, options);
+      const result = await this.#execute(session, code, options);
       if (!session.alive) this.#drop(key, entry);
       return result;
     } catch (error) {
@@ -90,13 +105,16 @@ export class SessionManager {
       throw error;
     } finally {
       entry.busy--;
+      entry.used = ++this.#uses;
       if (entry.busy === 0 && this.#entries.get(key) === entry) this.#armIdle(key, entry);
     }
   }
 
   /** Starts the session for `key` ahead of its first run (e.g. to hide start-up latency). */
   async warm(key: string): Promise<void> {
-    await this.#entry(key).session;
+    const entry = this.#entry(key);
+    if (!entry) throw new Error(this.#fullMessage());
+    await entry.session;
   }
 
   /** Stops the session for `key` (its client went away); a later run for `key` starts a fresh one. */
@@ -105,7 +123,7 @@ export class SessionManager {
     if (!entry) return;
     this.#entries.delete(key);
     if (entry.idle) clearTimeout(entry.idle);
-    await entry.session.then((s) => s.close(), () => {});
+    await entry.session.then((s) => s.close("client-gone"), () => {});
   }
 
   /** Stops every session and removes their sandboxes. */
@@ -115,7 +133,7 @@ export class SessionManager {
     this.#entries.clear();
     await Promise.all(entries.map(async (entry) => {
       if (entry.idle) clearTimeout(entry.idle);
-      await entry.session.then((s) => s.close(), () => {});
+      await entry.session.then((s) => s.close("shutdown"), () => {});
     }));
   }
 
@@ -135,10 +153,40 @@ export class SessionManager {
     return reaped;
   }
 
-  #entry(key: string): Entry {
+  /** Runs `code` once a run slot is free; the wait counts against the run's timeout. */
+  async #execute(session: SandboxSession, code: string, options: RunOptions): Promise<RunResult> {
+    const queued = this.#slots.full;
+    const asked = performance.now();
+    const release = await this.#slots.acquire(options.timeout * 1000, options.signal);
+    const waited = (performance.now() - asked) / 1000;
+    const cap = `CODEMODE_MAX_RUNS allows ${this.#slots.max} at once`;
+    if (!release) {
+      return options.signal?.aborted
+        ? notRun("error", `Cancelled while waiting for a run slot (${cap}); nothing ran`, waited)
+        : notRun(
+          "timeout",
+          `Waited ${options.timeout}s for a run slot and none came free (${cap}); nothing ran, the session ` +
+            "is intact: try again when other runs have finished",
+          waited,
+        );
+    }
+    try {
+      const timeout = Math.max(0.05, options.timeout - waited);
+      const result = await session.execute(code, { ...options, timeout });
+      if (!queued) return result;
+      const note = `waited ${waited.toFixed(1)}s for a run slot (${cap}); that counted against the timeout`;
+      return { ...result, notes: [note, ...result.notes ?? []] };
+    } finally {
+      release();
+    }
+  }
+
+  /** The session for `key`, made if needed; undefined when the session cap leaves no room. */
+  #entry(key: string): Entry | undefined {
     let entry = this.#entries.get(key);
     if (!entry) {
-      const created: Entry = { session: this.#start(key), busy: 0 };
+      if (!this.#roomForOneMore()) return undefined;
+      const created: Entry = { session: this.#start(key), busy: 0, used: ++this.#uses };
       created.session.catch(() => this.#drop(key, created));
       this.#entries.set(key, created);
       entry = created;
@@ -166,10 +214,36 @@ export class SessionManager {
     });
     await session.start();
     if (this.#closed) {
-      await session.close();
+      await session.close("shutdown");
       throw new Error("codemode is shutting down");
     }
     return session;
+  }
+
+  /** Under the session cap, or made so by stopping the least recently used idle session. */
+  #roomForOneMore(): boolean {
+    const max = this.#options.maxSessions;
+    if (max === undefined || this.#entries.size < max) return true;
+    let lru: [string, Entry] | undefined;
+    for (const pair of this.#entries) {
+      if (pair[1].busy === 0 && (!lru || pair[1].used < lru[1].used)) lru = pair;
+    }
+    if (!lru) return false;
+    const [key, entry] = lru;
+    this.#entries.delete(key);
+    if (entry.idle) clearTimeout(entry.idle);
+    log.info("stopping the least recently used idle sandbox to stay within the session cap", {
+      session: key,
+      maxSessions: max,
+    });
+    void entry.session.then((s) => s.close(), () => {});
+    return true;
+  }
+
+  #fullMessage(): string {
+    const max = this.#options.maxSessions;
+    return `All ${max} sandbox sessions are running code (CODEMODE_MAX_SESSIONS=${max}), so no new session ` +
+      "can start; try again when a run has finished";
   }
 
   #armIdle(key: string, entry: Entry): void {
@@ -177,7 +251,7 @@ export class SessionManager {
       if (entry.busy > 0 || this.#entries.get(key) !== entry) return;
       this.#entries.delete(key);
       log.info("stopping idle sandbox", { session: key });
-      void entry.session.then((s) => s.close(), () => {});
+      void entry.session.then((s) => s.close("idle"), () => {});
     }, this.#options.idleTimeout * 1000);
     (entry.idle as { unref?: () => void }).unref?.();
   }
@@ -188,6 +262,11 @@ export class SessionManager {
     if (entry.idle) clearTimeout(entry.idle);
     void entry.session.then((s) => s.kill(), () => {});
   }
+}
+
+/** The result of a run that never started: nothing ran, the session (if any) is untouched. */
+function notRun(status: "error" | "timeout", error: string, duration = 0): RunResult {
+  return { status, stdout: "", stderr: "", error, duration };
 }
 
 function processAlive(pid: number): boolean {

@@ -1,11 +1,13 @@
 /**
- * Settings from the environment, validated once at start-up. `CODEMODE_*` names win over the Python
- * bridge's `MCP_BRIDGE_*` aliases.
+ * Settings from the environment and codemode's config file, validated once at start-up. A variable beats
+ * the file, key by key; `CODEMODE_*` names win over the Python bridge's `MCP_BRIDGE_*` aliases.
  * @module
  */
 import * as z from "zod";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { type ConfigFile, ConfigFileError, readConfigFile } from "./config_file.ts";
+import { globList } from "./policy.ts";
 
 /** Accepts "30", "30s", "1.5s", "500ms", "2m" and returns seconds. */
 function seconds(what: string) {
@@ -145,11 +147,90 @@ const SPEC = {
     fallback: "0",
     doc: "Keep config entries that would launch codemode itself",
   },
+  config: {
+    env: "CODEMODE_CONFIG",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc: "The config file to read instead of ./codemode.yaml or ~/.config/codemode/config.yaml",
+  },
+  allowServers: {
+    env: "CODEMODE_ALLOW_SERVERS",
+    aliases: [],
+    parse: globList("server"),
+    fallback: "*",
+    doc: "Servers sandbox code may use: comma-separated globs (see docs/policy.md)",
+  },
+  denyServers: {
+    env: "CODEMODE_DENY_SERVERS",
+    aliases: [],
+    parse: globList("server").optional(),
+    fallback: undefined,
+    doc: "Servers hidden from sandbox code; beats the allow list (unset: none)",
+  },
+  allowTools: {
+    env: "CODEMODE_ALLOW_TOOLS",
+    aliases: [],
+    parse: globList("tool"),
+    fallback: "*",
+    doc: "Tools sandbox code may call: globs of server/tool, or tool for any server",
+  },
+  denyTools: {
+    env: "CODEMODE_DENY_TOOLS",
+    aliases: [],
+    parse: globList("tool").optional(),
+    fallback: undefined,
+    doc: "Tools hidden from sandbox code; beats the allow list (unset: none)",
+  },
+  readOnly: {
+    env: "CODEMODE_READ_ONLY",
+    aliases: [],
+    parse: bool,
+    fallback: "0",
+    doc: "Allow only tools their server annotates readOnlyHint",
+  },
+  maxToolCalls: {
+    env: "CODEMODE_MAX_TOOL_CALLS",
+    aliases: [],
+    parse: positiveInt.optional(),
+    fallback: undefined,
+    doc: "Tool calls one run may make; later calls raise PermissionError (unset: no limit)",
+  },
+  maxRuns: {
+    env: "CODEMODE_MAX_RUNS",
+    aliases: [],
+    parse: positiveInt.optional(),
+    fallback: undefined,
+    doc: "Runs executing at once across sessions; others wait, within their timeout (unset: no cap)",
+  },
+  maxSessions: {
+    env: "CODEMODE_MAX_SESSIONS",
+    aliases: [],
+    parse: positiveInt,
+    fallback: "32",
+    doc: "Live sandbox sessions; a new one stops the least recently used idle one, or is refused",
+  },
 } as const;
 
 type Spec = typeof SPEC;
-/** Validated settings. */
-export type Settings = { [K in keyof Spec]: z.output<Spec[K]["parse"]> } & { stateDir: string };
+/** A setting's name in code and in config files. */
+export type SettingKey = keyof Spec;
+/** Validated settings. `sources` says where each value that is not the default came from. */
+export type Settings = { [K in keyof Spec]: z.output<Spec[K]["parse"]> } & {
+  stateDir: string;
+  sources?: SettingSources;
+};
+/** Per setting: the variable that set it, or the path of the config file that did. */
+export type SettingSources = Partial<Record<SettingKey, string>>;
+
+/** A value that failed validation; its default is used instead. */
+export interface SettingProblem {
+  /** The setting's key, or the unknown key a config file used. */
+  key: string;
+  /** The variable or config file that gave the value. */
+  source: string;
+  message: string;
+}
 
 /** A setting's documentation row, for README and `doctor`. */
 export interface SettingDoc {
@@ -179,33 +260,114 @@ export class SettingsError extends TypeError {
   }
 }
 
-/** Reads and validates settings from an environment (process.env by default). */
-export function loadSettings(env: Record<string, string | undefined> = process.env): Settings {
+/**
+ * Validated settings from `env` over a config file over the defaults; throws SettingsError for the
+ * first bad value. Called without arguments: process.env over the config file found from the working
+ * directory (see config_file.ts); with an `env`, only the `file` given is used.
+ */
+export function loadSettings(env?: Record<string, string | undefined>, file?: ConfigFile): Settings {
+  if (!env) {
+    env = process.env;
+    try {
+      file ??= readConfigFile(env);
+    } catch (error) {
+      if (error instanceof ConfigFileError) throw new SettingsError(error.message);
+      throw error;
+    }
+  }
+  const { settings, problems } = resolveSettings(env, file);
+  if (problems.length) throw new SettingsError(problems[0].message);
+  return settings;
+}
+
+/** Like {@link loadSettings}, but a bad value is reported and its default used instead; never throws. */
+export function resolveSettings(
+  env: Record<string, string | undefined>,
+  file?: ConfigFile,
+): { settings: Settings; problems: SettingProblem[] } {
+  const problems: SettingProblem[] = [];
+  const fromFile = fileValues(file, problems);
   const out: Record<string, unknown> = {};
-  for (const [key, s] of Object.entries(SPEC)) {
+  const sources: SettingSources = {};
+  const fallbackOf = (s: Spec[SettingKey]) =>
+    s.fallback === undefined ? undefined : (s.parse as z.ZodType).parse(s.fallback);
+  for (const [key, s] of Object.entries(SPEC) as [SettingKey, Spec[SettingKey]][]) {
     const name = [s.env, ...s.aliases].find((n) => env[n] !== undefined && env[n] !== "");
-    const raw = name ? env[name] : s.fallback;
-    if (raw === undefined) {
-      out[key] = undefined;
+    const given = name ? { raw: env[name]!, source: name } : fromFile.get(key);
+    if (!given) {
+      out[key] = fallbackOf(s);
       continue;
     }
-    const parsed = (s.parse as z.ZodType).safeParse(raw);
-    if (!parsed.success) {
-      const reason = parsed.error.issues.map((i) => describeIssue(i)).join("; ");
-      throw new SettingsError(`Invalid ${name ?? s.env}="${raw}": ${reason}`);
+    const parsed = (s.parse as z.ZodType).safeParse(given.raw);
+    if (parsed.success) {
+      out[key] = parsed.data;
+      sources[key] = given.source;
+      continue;
     }
-    out[key] = parsed.data;
+    const reason = parsed.error.issues.map((i) => describeIssue(i)).join("; ");
+    const message = name
+      ? `Invalid ${name}="${given.raw}": ${reason}`
+      : `Invalid ${fromFile.get(key)!.as}: "${given.raw}" in "${given.source}": ${reason}`;
+    problems.push({ key, source: given.source, message });
+    out[key] = fallbackOf(s);
   }
-  const settings = out as Settings;
-  if (settings.timeout > settings.maxTimeout) {
-    throw new SettingsError(
-      `Invalid CODEMODE_TIMEOUT: the default timeout (${settings.timeout}s) exceeds CODEMODE_MAX_TIMEOUT (${settings.maxTimeout}s)`,
-    );
+  if ((out.timeout as number) > (out.maxTimeout as number)) {
+    // Valid one by one, contradictory together: both fall back, so the result stays consistent.
+    const where = (key: SettingKey) => sources[key] ?? SPEC[key].env;
+    problems.push({
+      key: "timeout",
+      source: where("timeout"),
+      message: `Invalid ${where("timeout")}: the default timeout (${out.timeout}s) exceeds ${
+        where("maxTimeout")
+      } (${out.maxTimeout}s)`,
+    });
+    out.timeout = fallbackOf(SPEC.timeout);
+    out.maxTimeout = fallbackOf(SPEC.maxTimeout);
+    delete sources.timeout;
+    delete sources.maxTimeout;
   }
-  settings.stateDir ??= env.XDG_STATE_HOME
+  out.stateDir ??= env.XDG_STATE_HOME
     ? join(env.XDG_STATE_HOME, "codemode")
     : join(env.HOME || homedir(), ".local", "state", "codemode");
-  return settings;
+  out.sources = sources;
+  return { settings: out as Settings, problems };
+}
+
+/**
+ * A config file's values as the strings a variable would hold, by setting key. Keys match in any case,
+ * with or without `_` and `-` (`maxToolCalls`, `max_tool_calls`); lists are joined with commas.
+ */
+function fileValues(
+  file: ConfigFile | undefined,
+  problems: SettingProblem[],
+): Map<SettingKey, { raw: string; source: string; as: string }> {
+  const values = new Map<SettingKey, { raw: string; source: string; as: string }>();
+  if (!file) return values;
+  const fold = (k: string) => k.toLowerCase().replace(/[-_]/g, "");
+  const keys = new Map((Object.keys(SPEC) as SettingKey[]).map((k) => [fold(k), k]));
+  const problem = (key: string, message: string) => problems.push({ key, source: file.path, message });
+  for (const [as, value] of Object.entries(file.values)) {
+    const key = keys.get(fold(as));
+    if (!key || key === "config") {
+      problem(
+        as,
+        key
+          ? `Invalid "${as}" in "${file.path}": only the CODEMODE_CONFIG variable can name the config file`
+          : `Unknown key "${as}" in "${file.path}": expected one of ${
+            [...keys.values()].filter((k) => k !== "config").join(", ")
+          }`,
+      );
+      continue;
+    }
+    if (value === null || value === undefined) continue;
+    const scalar = (v: unknown) => typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+    if (!(scalar(value) || (Array.isArray(value) && value.every(scalar)))) {
+      problem(key, `Invalid ${as} in "${file.path}": expected a value or a list of values, not a mapping`);
+      continue;
+    }
+    values.set(key, { raw: Array.isArray(value) ? value.join(",") : String(value), source: file.path, as });
+  }
+  return values;
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {

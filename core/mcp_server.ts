@@ -1,14 +1,18 @@
 /**
- * The MCP face of codemode: one tool, `run_python`, and a capabilities resource. Tool and argument
- * descriptions stay short because every token here is paid in every conversation; details live in
- * `runtime.capability_summary()` and the resource.
+ * The MCP face of codemode: one tool, `run_python`, a capabilities resource and a stats resource. Tool
+ * and argument descriptions stay short because every token here is paid in every conversation; details
+ * live in `runtime.capability_summary()` and the resource. Each call gets a request id that every log
+ * line of its run carries; the client may hear the run's output (progress) and log lines (logging), and
+ * cancelling the request interrupts the run.
  * @module
  */
-import { McpServer } from "@modelcontextprotocol/server";
+import { type LoggingLevel, McpServer, type ServerContext } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { OutputPlugin, RunResult } from "./contracts/output.ts";
-import { log } from "./log.ts";
+import { log, type LogScope, withLogScope } from "./log.ts";
 import type { RunOptions } from "./sandbox_session.ts";
+import { isLoggingLevel, logForwarder, progressStream } from "./run_notifications.ts";
+import { stats } from "./stats.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -33,6 +37,8 @@ export interface McpServerOptions {
 
 /** URI of the capabilities resource. */
 export const CAPABILITIES_URI = "codemode://capabilities";
+/** URI of the stats resource: this process's counters and latencies as JSON. */
+export const STATS_URI = "codemode://stats";
 
 const DESCRIPTION = "Run Python in a persistent sandbox (state kept between calls; top-level await). " +
   "Call any configured MCP tool: `await mcp_<server>.<tool>(**args)`. " +
@@ -46,8 +52,15 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     {
       instructions:
         "Use run_python to call MCP tools from Python; search tools with runtime.search_tool_docs.",
+      capabilities: { logging: {} },
     },
   );
+  // Our own setLevel handler (replacing the SDK's) so forwarding can skip lines before building them.
+  let clientLevel: LoggingLevel = "warning";
+  server.server.setRequestHandler("logging/setLevel", (request) => {
+    if (isLoggingLevel(request.params.level)) clientLevel = request.params.level;
+    return {};
+  });
   server.registerTool(
     "run_python",
     {
@@ -58,8 +71,23 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         servers: z.array(z.string()).optional().describe("MCP servers to start first"),
       }),
     },
-    async ({ code, timeout, servers }) => {
-      const result = await runPython(options, code, timeout, servers);
+    async ({ code, timeout, servers }, ctx) => {
+      const requestId = newRequestId(options.sessionKey, ctx);
+      const notify = ctx.mcpReq.notify;
+      const progress = progressStream(notify, ctx.mcpReq._meta?.progressToken);
+      const scope: LogScope = { requestId, listener: logForwarder(notify, () => clientLevel, requestId) };
+      let result: RunResult;
+      try {
+        result = await withLogScope(scope, () =>
+          runPython(options, code, timeout, servers, {
+            requestId,
+            signal: ctx.mcpReq.signal,
+            onOutput: progress?.output,
+          }));
+        await progress?.flush();
+      } finally {
+        scope.ended = true;
+      }
       const rendered = options.output.render(result);
       return {
         content: [{ type: "text", text: rendered.text }],
@@ -74,7 +102,30 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     { title: "codemode capabilities", description: "What run_python can do", mimeType: "text/markdown" },
     (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/markdown", text: options.capabilities() }] }),
   );
+  server.registerResource(
+    "stats",
+    STATS_URI,
+    {
+      title: "codemode stats",
+      description: "Runs, sandboxes and tool calls of this process",
+      mimeType: "application/json",
+    },
+    (uri) => ({
+      contents: [{
+        uri: uri.href,
+        mimeType: "application/json",
+        text: JSON.stringify(stats.snapshot(), null, 2),
+      }],
+    }),
+  );
   return server;
+}
+
+/** A short id naming the connection and the MCP request: `<session>.<request id>.<random>`. */
+function newRequestId(sessionKey: string, ctx: ServerContext): string {
+  const session = (ctx.sessionId ?? sessionKey).slice(0, 8);
+  const random = Math.random().toString(36).slice(2, 6);
+  return `${session}.${String(ctx.mcpReq.id).slice(0, 16)}.${random}`;
 }
 
 async function runPython(
@@ -82,6 +133,7 @@ async function runPython(
   code: string,
   timeout: number | undefined,
   servers: string[] | undefined,
+  run: Omit<RunOptions, "timeout">,
 ): Promise<RunResult> {
   const started = performance.now();
   const notes: string[] = [];
@@ -99,7 +151,9 @@ async function runPython(
         );
       }
     }
-    const result = await options.runner.run(options.sessionKey, code, { timeout: seconds });
+    log.info("run_python started", { session: options.sessionKey, timeout: seconds });
+    const result = await options.runner.run(options.sessionKey, code, { ...run, timeout: seconds });
+    log.info("run_python finished", { status: result.status, ms: Math.round(result.duration * 1000) });
     return notes.length ? { ...result, notes: [...notes, ...(result.notes ?? [])] } : result;
   } catch (error) {
     log.error("run_python failed", { error: String(error) });

@@ -6,6 +6,7 @@
  *                      main:<module>, config:{max_output, servers:[{name, alias}]}}  (first line only)
  *   {type:"execute", id, code, timeout}      run code; timeout in seconds
  *   {type:"rpc_result", id, ok, value?, error?: {type, message}}
+ *   {type:"interrupt", id}                 stop execution `id` as its timeout would (the client cancelled)
  *   {type:"shutdown"}
  *
  * Sandbox -> host
@@ -68,6 +69,7 @@ export type HostFrame =
   | { type: "execute"; id: string; code: string; timeout: number }
   | { type: "rpc_result"; id: string | number; ok: true; value: unknown }
   | { type: "rpc_result"; id: string | number; ok: false; error: { type: string; message: string } }
+  | { type: "interrupt"; id: string }
   | { type: "shutdown" };
 
 /** What the sandbox runtime is told at start-up. */

@@ -8,8 +8,10 @@
 export interface RpcContext {
   /** The session the call came from. */
   session: string;
-  /** Aborted when the run that made the call ends or its session is lost. */
+  /** Aborted when the run that made the call ends, is cancelled, or its session is lost. */
   signal: AbortSignal;
+  /** The request the run serves (for logs; lines written during the call carry it already). */
+  requestId?: string;
 }
 
 /** Serves one call from the sandbox; the resolved value is sent back as JSON. */

@@ -10,7 +10,8 @@ import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, SandboxFrame } from "./protoco
 import { readFrames } from "./frame_reader.ts";
 import { pythonErrorType, type RpcHandler } from "./rpc.ts";
 import { OutputBuffer, truncationNote } from "./output_buffer.ts";
-import { log } from "./log.ts";
+import { currentLogScope, log, type LogScope, withLogScope } from "./log.ts";
+import { stats } from "./stats.ts";
 
 /** How a session is started and run. */
 export interface SandboxSessionOptions {
@@ -51,9 +52,16 @@ interface ActiveRun {
   finish: (frame: DoneFrame) => void;
   controller: AbortController;
   onOutput?: OutputListener;
+  /** The log scope calls from the sandbox are served in (the frame reader has none of its own). */
+  scope?: LogScope;
+  requestId?: string;
+  cancelled: boolean;
 }
 
 const encoder = new TextEncoder();
+const CANCELLED =
+  "Cancelled by the client: execution was interrupted; globals assigned before that point are kept";
+const CANCELLED_BEFORE_START = "Cancelled by the client before the run started";
 
 /** A persistent sandbox running the codemode Python runtime. */
 export class SandboxSession {
@@ -67,6 +75,8 @@ export class SandboxSession {
   #stderrTail = "";
   #exitWaiters = new Set<(reason: string) => void>();
   #runs = 0;
+  #launched = false;
+  #exitCounted = false;
   /** Frames from the sandbox that were dropped as malformed or oversized. */
   malformedFrames = 0;
   /** Python version the sandbox reported. */
@@ -107,6 +117,7 @@ export class SandboxSession {
       sleep(ms).then(() => ({ failed: `the sandbox did not become ready within ${ms / 1000}s` })),
     ]);
     if ("failed" in outcome) {
+      stats.sandboxLaunched(0, false);
       await this.kill();
       const detail = this.#stderrTail.trim();
       throw new Error(
@@ -114,43 +125,50 @@ export class SandboxSession {
       );
     }
     this.python = outcome.python;
-    log.info("sandbox ready", {
-      sandbox: this.name,
-      runtime: o.runtime.name,
-      ms: Math.round(performance.now() - started),
-    });
+    const startMs = performance.now() - started;
+    this.#launched = true;
+    stats.sandboxLaunched(startMs);
+    log.info("sandbox ready", { sandbox: this.name, runtime: o.runtime.name, ms: Math.round(startMs) });
   }
 
   /** Runs code; runs on one session never overlap. */
   execute(code: string, options: RunOptions): Promise<RunResult> {
-    const next = this.#queue.then(() => this.#execute(code, options));
+    const next = this.#queue.then(() => this.#execute(code, options)).then((result) =>
+      this.#finished(result)
+    );
     this.#queue = next.catch(() => {});
     return next;
   }
 
-  /** Asks the sandbox to exit, then makes sure it is gone. */
-  async close(): Promise<void> {
+  /** Asks the sandbox to exit, then makes sure it is gone; `reason` is what stats count the exit as. */
+  async close(reason = "closed"): Promise<void> {
+    this.#ended(reason);
     if (this.#alive) {
       await Promise.race([this.#send({ type: "shutdown" }).catch(() => {}), sleep(200)]);
       await Promise.race([this.#process?.exited, sleep(500)]);
     }
-    await this.kill();
+    await this.kill(reason);
   }
 
   /** Removes the sandbox at once. */
-  async kill(): Promise<void> {
+  async kill(reason = "killed"): Promise<void> {
+    this.#ended(reason);
     this.#alive = false;
     await this.#process?.kill();
   }
 
   async #execute(code: string, options: RunOptions): Promise<RunResult> {
-    const { timeout: timeoutSeconds, onOutput } = options;
+    const { timeout: timeoutSeconds, onOutput, signal } = options;
     const started = performance.now();
     if (!this.#alive) throw new Error(`Sandbox "${this.name}" is not running`);
+    if (signal?.aborted) {
+      return { status: "cancelled", stdout: "", stderr: "", error: CANCELLED_BEFORE_START, duration: 0 };
+    }
     const id = `run-${++this.#runs}-${crypto.randomUUID()}`;
     const maxOutput = this.#options.maxOutput;
     let finish!: (frame: DoneFrame) => void;
     const done = new Promise<DoneFrame>((resolve) => (finish = resolve));
+    const scope = currentLogScope() ?? (options.requestId ? { requestId: options.requestId } : undefined);
     const run: ActiveRun = {
       id,
       stdout: new OutputBuffer(maxOutput),
@@ -158,6 +176,9 @@ export class SandboxSession {
       finish,
       controller: new AbortController(),
       onOutput,
+      scope,
+      requestId: options.requestId ?? scope?.requestId,
+      cancelled: false,
     };
     this.#run = run;
     const graceMs = this.#options.graceMs ?? 2000;
@@ -165,25 +186,39 @@ export class SandboxSession {
     const deadline = new Promise<"deadline">((resolve) => {
       timer = setTimeout(() => resolve("deadline"), timeoutSeconds * 1000 + graceMs);
     });
+    // A cancel is the timeout's interrupt, early; a run that ignores it is killed after the same grace.
+    let cancelTimer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort: (() => void) | undefined;
+    const cancelled = new Promise<"cancelled">((resolve) => {
+      onAbort = () => {
+        run.cancelled = true;
+        run.controller.abort(signal?.reason);
+        log.info("cancelling the run", { sandbox: this.name });
+        this.#send({ type: "interrupt", id }).catch(() => {});
+        cancelTimer = setTimeout(() => resolve("cancelled"), graceMs);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
     try {
       await this.#send({ type: "execute", id, code, timeout: timeoutSeconds });
-      const outcome = await Promise.race([done, deadline, this.#exitReason()]);
+      const outcome = await Promise.race([done, deadline, cancelled, this.#exitReason()]);
       const duration = (performance.now() - started) / 1000;
       const base = { stdout: run.stdout.text(), stderr: run.stderr.text(), duration };
       const notes = [...run.stdout.notes("stdout"), ...run.stderr.notes("stderr")];
-      if (outcome === "deadline") {
-        await this.kill();
+      if (outcome === "deadline" || outcome === "cancelled") {
+        await this.kill(outcome === "deadline" ? "timeout" : "cancelled");
         return {
           ...base,
-          status: "timeout",
-          error:
-            `Timed out after ${timeoutSeconds}s and did not stop when interrupted; the sandbox was killed`,
+          status: outcome === "deadline" ? "timeout" : "cancelled",
+          error: outcome === "deadline"
+            ? `Timed out after ${timeoutSeconds}s and did not stop when interrupted; the sandbox was killed`
+            : "Cancelled by the client; the run did not stop when interrupted, so the sandbox was killed",
           notes,
           sessionLost: true,
         };
       }
       if (typeof outcome === "string") {
-        await this.kill();
+        await this.kill("crashed");
         return {
           ...base,
           status: "error",
@@ -196,15 +231,16 @@ export class SandboxSession {
         const dropped = outcome.dropped?.[stream] ?? 0;
         if (dropped > 0 && !run[stream].truncated) notes.push(truncationNote(stream, dropped, maxOutput));
       }
+      const stopped = run.cancelled && outcome.status !== "ok";
       return {
         ...base,
-        status: outcome.status,
+        status: stopped ? "cancelled" : outcome.status,
         ...(outcome.value !== undefined ? { value: outcome.value } : {}),
-        ...(outcome.error ? { error: outcome.error } : {}),
+        ...(stopped ? { error: CANCELLED } : outcome.error ? { error: outcome.error } : {}),
         notes,
       };
     } catch (error) {
-      await this.kill();
+      await this.kill("channel-failure");
       return {
         status: "error",
         stdout: run.stdout.text(),
@@ -215,11 +251,28 @@ export class SandboxSession {
       };
     } finally {
       clearTimeout(timer);
+      clearTimeout(cancelTimer);
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
       run.controller.abort();
       if (this.#run === run) this.#run = undefined;
     }
   }
 
+  /** Counts and logs a finished run (in the caller's log scope, so the line carries its request id). */
+  #finished(result: RunResult): RunResult {
+    stats.run(result.status, result.duration * 1000);
+    const fields = { sandbox: this.name, status: result.status, ms: Math.round(result.duration * 1000) };
+    if (result.sessionLost) log.warn("sandbox lost", { ...fields, error: result.error?.slice(0, 300) });
+    else log.debug("run finished", fields);
+    return result;
+  }
+
+  /** Records how a launched sandbox ended, once: the first reason given wins. */
+  #ended(reason: string): void {
+    if (!this.#launched || this.#exitCounted) return;
+    this.#exitCounted = true;
+    stats.sandboxExited(reason);
+  }
   async #send(frame: HostFrame): Promise<void> {
     if (!this.#writer) throw new Error("Sandbox is not started");
     await this.#writer.write(encoder.encode(JSON.stringify(frame) + "\n"));
@@ -269,15 +322,22 @@ export class SandboxSession {
         else this.#malformed("done frame for a run that is not active");
         return;
       case "rpc":
-        void this.#serveRpc(frame, run?.controller.signal ?? AbortSignal.abort());
+        void this.#serveRpc(frame, run);
         return;
     }
   }
 
-  async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, signal: AbortSignal): Promise<void> {
-    let reply: HostFrame;
+  async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, run: ActiveRun | undefined): Promise<void> {
+    let reply: Extract<HostFrame, { type: "rpc_result" }>;
+    const started = performance.now();
+    const context = {
+      session: this.name,
+      signal: run?.controller.signal ?? AbortSignal.abort(),
+      requestId: run?.requestId,
+    };
+    const call = () => this.#options.rpc(frame.method, frame.params, context);
     try {
-      const value = await this.#options.rpc(frame.method, frame.params, { session: this.name, signal });
+      const value = await (run?.scope ? withLogScope(run.scope, call) : call());
       reply = { type: "rpc_result", id: frame.id, ok: true, value: value ?? null };
       const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
       const size = JSON.stringify(reply).length;
@@ -287,6 +347,7 @@ export class SandboxSession {
     } catch (error) {
       reply = rpcError(frame.id, pythonErrorType(error), (error as Error)?.message ?? String(error));
     }
+    stats.rpc(frame.method, performance.now() - started, reply.ok);
     if (this.#alive) await this.#send(reply).catch(() => {});
   }
 
@@ -302,6 +363,7 @@ export class SandboxSession {
 
   #malformed(reason: string): void {
     this.malformedFrames++;
+    stats.malformedFrame();
     log.warn("dropped a malformed frame from the sandbox", { sandbox: this.name, reason });
   }
 
@@ -320,7 +382,10 @@ export class SandboxSession {
     const wasAlive = this.#alive;
     this.#alive = false;
     const reason = code === null ? "killed" : `exit code ${code}`;
-    if (wasAlive) log.info("sandbox exited", { sandbox: this.name, reason });
+    if (wasAlive) {
+      this.#ended("crashed");
+      log.warn("sandbox exited", { sandbox: this.name, reason });
+    }
     for (const waiter of this.#exitWaiters) waiter(reason);
     this.#exitWaiters.clear();
   }
@@ -331,7 +396,11 @@ export class SandboxSession {
   }
 }
 
-function rpcError(id: string | number, type: string, message: string): HostFrame {
+function rpcError(
+  id: string | number,
+  type: string,
+  message: string,
+): Extract<HostFrame, { type: "rpc_result" }> {
   return { type: "rpc_result", id, ok: false, error: { type, message } };
 }
 

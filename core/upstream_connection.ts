@@ -18,6 +18,7 @@ import {
 import type { ServerSpec } from "./contracts/discovery.ts";
 import { log } from "./log.ts";
 import { serverEnv } from "./safe_env.ts";
+import { stats } from "./stats.ts";
 import {
   explainCallFailure,
   UpstreamCancelledError,
@@ -126,16 +127,26 @@ export class UpstreamConnection {
     args: Record<string, unknown>,
     options: CallOptions = {},
   ): Promise<CallToolResult> {
-    const session = await this.#readyUnlessAborted(tool, options.signal);
+    const started = performance.now();
+    let session: Session | undefined;
     const timeoutMs = this.#timeout(options.timeoutMs);
     try {
-      return await session.client.callTool({ name: tool, arguments: args }, {
+      session = await this.#readyUnlessAborted(tool, options.signal);
+      const result = await session.client.callTool({ name: tool, arguments: args }, {
         timeout: timeoutMs,
         signal: options.signal,
       }) as CallToolResult;
+      this.#called(tool, started, result.isError ? "tool_error" : "ok");
+      return result;
     } catch (error) {
+      if (!session) {
+        this.#called(tool, started, "error", error);
+        throw error;
+      }
       if (!options.signal?.aborted) this.#dropIfLost(session, error);
-      throw this.#explain(error, session, tool, timeoutMs, options.signal);
+      const explained = this.#explain(error, session, tool, timeoutMs, options.signal);
+      this.#called(tool, started, "error", explained);
+      throw explained;
     }
   }
 
@@ -149,6 +160,15 @@ export class UpstreamConnection {
       this.#attempt?.transport.close(),
       this.#starting,
     ]);
+  }
+
+  /** Counts one call and logs it (in the caller's log scope, so the line carries its request id). */
+  #called(tool: string, started: number, outcome: "ok" | "tool_error" | "error", error?: unknown): void {
+    const ms = performance.now() - started;
+    stats.upstreamCall(this.spec.name, tool, ms, outcome);
+    if (!log.enabled("debug")) return;
+    const fields = { server: this.spec.name, tool, ms: Math.round(ms * 10) / 10, outcome };
+    log.debug("upstream call", error ? { ...fields, error: describe(error) } : fields);
   }
 
   /** A method, not a field read, because the state changes across awaits. */
@@ -229,7 +249,8 @@ export class UpstreamConnection {
       session.pid = (session.transport as Partial<UpstreamStdioTransport>).pid;
       this.#session = session;
       this.#state = "ready";
-      log.debug("upstream server ready", { server: name, transport: session.kind, pid: session.pid });
+      stats.upstreamStart(name, true);
+      log.info("upstream server ready", { server: name, transport: session.kind, pid: session.pid });
       return session;
     } catch (error) {
       gaveUp = true;
@@ -249,6 +270,8 @@ export class UpstreamConnection {
         `; check its command, arguments and environment with \`codemode doctor\``;
       this.#state = "failed";
       this.#error = message;
+      stats.upstreamStart(name, false);
+      log.warn("upstream server failed to start", { server: name, error: message });
       throw new UpstreamStartError(message, name, undefined, { cause: error });
     } finally {
       this.#attempt = undefined;
@@ -319,7 +342,7 @@ export class UpstreamConnection {
     if (session !== this.#session || this.#state !== "ready") return;
     this.#state = "failed";
     this.#error = `MCP server "${this.spec.name}" ${session.ended}`;
-    log.debug("upstream server ended", { server: this.spec.name, how: session.ended });
+    log.warn("upstream server ended", { server: this.spec.name, how: session.ended });
   }
 
   /**

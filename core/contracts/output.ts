@@ -3,8 +3,8 @@
  * @module
  */
 
-/** How a run ended. */
-export type RunStatus = "ok" | "error" | "timeout";
+/** How a run ended; "cancelled" when the client cancelled the request. */
+export type RunStatus = "ok" | "error" | "timeout" | "cancelled";
 
 /** The outcome of one `run_python` call, before rendering. */
 export interface RunResult {

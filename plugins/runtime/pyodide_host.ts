@@ -128,6 +128,13 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
   const deliver = (line: Uint8Array) => {
     const head = decoder.decode(line.subarray(0, 40));
     if (/^\{"type":\s*"shutdown"/.test(head)) Deno.exit(0);
+    // The host's cancel: the same interrupt a timeout sends, for the armed run only.
+    if (/^\{"type":\s*"interrupt"/.test(head)) {
+      try {
+        if (armed && JSON.parse(decoder.decode(line)).id === armed.id) interrupt();
+      } catch { /* not a frame the host sends */ }
+      return;
+    }
     if (/^\{"type":\s*"execute"/.test(head)) {
       disarm();
       try {

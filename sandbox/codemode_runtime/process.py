@@ -27,6 +27,10 @@ class Process:
         self.watchdog = Watchdog(self.loop)
         self.inbox = queue.SimpleQueue()
         self.pid = os.getpid()
+        self.current = None
+        """The id of the execution being run, so a late interrupt can't hit the next one."""
+        self.interrupted = None
+        """The id the host last asked to interrupt; it may arrive before its execution starts."""
 
     def serve(self):
         """Announces readiness, then runs executions until shutdown or EOF."""
@@ -37,7 +41,7 @@ class Process:
 
     def execute(self, frame):
         """Runs one execute frame and sends its done frame after all of its output."""
-        execution_id = frame.get("id")
+        execution_id = self.current = frame.get("id")
         timeout = timeout_of(frame)
         self.capture.begin(execution_id)
         if self.loop.is_closed():  # user code closed it; a session needs one
@@ -46,6 +50,8 @@ class Process:
         try:
             try:
                 self.watchdog.arm(timeout)
+                if self.interrupted == execution_id:
+                    self.watchdog.interrupt()
                 outcome = self.kernel.run(frame.get("code") or "", self._drive)
             finally:
                 self.watchdog.disarm()
@@ -80,6 +86,10 @@ class Process:
         kind = frame.get("type")
         if kind == "execute":
             self.inbox.put(frame)
+        elif kind == "interrupt":
+            self.interrupted = frame.get("id")
+            if self.interrupted == self.current:
+                self.watchdog.interrupt()
         elif kind == "shutdown":
             self._on_close()
         else:

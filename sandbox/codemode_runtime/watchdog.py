@@ -44,6 +44,13 @@ class Watchdog:
             if self._sleeping_until is None or self._next < self._sleeping_until:
                 self._cond.notify()
 
+    def interrupt(self):
+        """Ends the armed execution now, as if its deadline had passed (the host's cancel)."""
+        with self._cond:
+            if self._armed:
+                self._next = time.monotonic()
+                self._cond.notify()
+
     def disarm(self):
         """Stops the clock; returns True when the deadline passed and the execution was interrupted."""
         self._armed = False  # first, so a signal handled from here on is ignored; the thread notices later

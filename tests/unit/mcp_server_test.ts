@@ -2,9 +2,11 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/client";
 import { InMemoryTransport } from "@modelcontextprotocol/server";
 import { encode } from "gpt-tokenizer/encoding/o200k_base";
-import { CAPABILITIES_URI, type CodeRunner, createMcpServer } from "../../core/mcp_server.ts";
+import { CAPABILITIES_URI, type CodeRunner, createMcpServer, STATS_URI } from "../../core/mcp_server.ts";
 import { compact } from "../../plugins/output/compact.ts";
 import type { RunResult } from "../../core/contracts/output.ts";
+import type { RunOptions } from "../../core/sandbox_session.ts";
+import { log, setLogLevel, setLogSink } from "../../core/log.ts";
 
 /** A runner that records calls and answers from a script: logic-only fake, no sandbox. */
 function fakeRunner(answer: (code: string) => RunResult | Error) {
@@ -118,8 +120,141 @@ Deno.test("run_python refuses unknown servers before running anything", async ()
 Deno.test("the capabilities resource is listed and readable", async () => {
   const { client, close } = await connect(fakeRunner(() => ok("")).runner);
   const { resources } = await client.listResources();
-  assert.deepEqual(resources.map((r) => r.uri), [CAPABILITIES_URI]);
+  assert.deepEqual(resources.map((r) => r.uri), [CAPABILITIES_URI, STATS_URI]);
   const read = await client.readResource({ uri: CAPABILITIES_URI });
   assert.equal((read.contents[0] as { text: string }).text, "# caps\n");
+  await close();
+});
+
+/** A runner that hands each call's options to `body`, which plays the sandbox. */
+function scriptedRunner(body: (options: RunOptions) => Promise<RunResult>) {
+  const seen: RunOptions[] = [];
+  const runner: CodeRunner = {
+    run(_key, _code, options) {
+      seen.push(options);
+      return body(options);
+    },
+  };
+  return { runner, seen };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+Deno.test("the stats resource is JSON with this process's runs, sandboxes and upstream calls", async () => {
+  const { client, close } = await connect(fakeRunner(() => ok("")).runner);
+  const read = await client.readResource({ uri: STATS_URI });
+  const snapshot = JSON.parse((read.contents[0] as { text: string }).text);
+  assert.equal(snapshot.pid, process.pid);
+  for (const key of ["runs", "sandboxes", "rpc", "upstream", "malformedFrames"]) {
+    assert.ok(key in snapshot, key);
+  }
+  await close();
+});
+
+Deno.test("each run gets a request id that its log lines carry, and that differs between calls", async () => {
+  const lines: string[] = [];
+  setLogLevel("debug");
+  setLogSink((line) => lines.push(line));
+  try {
+    const { runner, seen } = scriptedRunner(async () => {
+      await sleep(1);
+      log.debug("deep inside the run");
+      return ok("");
+    });
+    const { client, close } = await connect(runner);
+    await client.callTool({ name: "run_python", arguments: { code: "1" } });
+    await client.callTool({ name: "run_python", arguments: { code: "2" } });
+    await close();
+    const ids = seen.map((o) => o.requestId);
+    assert.equal(new Set(ids).size, 2);
+    assert.match(ids[0]!, /^k\.\d+\.[a-z0-9]+$/, "session key, MCP request id, random part");
+    const deep = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "deep inside the run");
+    assert.deepEqual(deep.map((l) => l.requestId), ids);
+  } finally {
+    setLogLevel("warn");
+    setLogSink((line) => process.stderr.write(line + "\n"));
+  }
+});
+
+Deno.test("with a progress token, output arrives as progress notifications before the result", async () => {
+  const { runner } = scriptedRunner(async ({ onOutput }) => {
+    assert.ok(onOutput, "the runner is given an output listener");
+    for (const line of ["one\n", "two\n", "three\n"]) {
+      onOutput("stdout", line);
+      await sleep(300);
+    }
+    return ok("one\ntwo\nthree\n");
+  });
+  const { client, close } = await connect(runner);
+  const progress: { progress: number; message?: string }[] = [];
+  const result = await client.callTool(
+    { name: "run_python", arguments: { code: "..." } },
+    { onprogress: (p) => progress.push(p) },
+  );
+  assert.equal(progress.map((p) => p.message).join(""), "one\ntwo\nthree\n");
+  assert.ok(progress.length >= 2, `output was streamed in ${progress.length} notification(s)`);
+  const counts = progress.map((p) => p.progress);
+  assert.deepEqual(counts, [...counts].sort((a, b) => a - b), "progress only grows");
+  assert.ok(!result.isError);
+  await close();
+});
+
+Deno.test("without a progress token the runner is given no output listener", async () => {
+  const { runner, seen } = scriptedRunner(() => Promise.resolve(ok("")));
+  const { client, close } = await connect(runner);
+  await client.callTool({ name: "run_python", arguments: { code: "1" } });
+  assert.equal(seen[0].onOutput, undefined);
+  await close();
+});
+
+Deno.test("cancelling the request aborts the signal the runner was given", async () => {
+  let aborted = false;
+  const { runner } = scriptedRunner(({ signal }) =>
+    new Promise<RunResult>((resolve) => {
+      signal!.addEventListener("abort", () => {
+        aborted = true;
+        resolve({ status: "cancelled", stdout: "", stderr: "", duration: 0.1 });
+      });
+    })
+  );
+  const { client, close } = await connect(runner);
+  const controller = new AbortController();
+  const call = client.callTool({ name: "run_python", arguments: { code: "while True: pass" } }, {
+    signal: controller.signal,
+  });
+  await sleep(50);
+  controller.abort("user pressed stop");
+  await assert.rejects(call);
+  for (let i = 0; i < 50 && !aborted; i++) await sleep(10);
+  assert.ok(aborted, "the run's signal was aborted");
+  await close();
+});
+
+Deno.test("log lines of a run reach the client as logging messages at the level it set", async () => {
+  const { runner } = scriptedRunner(() => {
+    log.info("sandbox ready", { sandbox: "s1" });
+    log.warn("upstream server ended", { server: "x" });
+    log.debug("upstream call", { server: "x", tool: "t" });
+    return Promise.resolve(ok(""));
+  });
+  const { client, close } = await connect(runner);
+  const heard: { level: string; data: Record<string, unknown> }[] = [];
+  client.setNotificationHandler("notifications/message", (n) => {
+    heard.push(n.params as { level: string; data: Record<string, unknown> });
+  });
+  await client.callTool({ name: "run_python", arguments: { code: "1" } });
+  await sleep(20);
+  assert.deepEqual(heard.map((h) => h.data.msg), ["upstream server ended"], "warning and above by default");
+  heard.length = 0;
+  await client.setLoggingLevel("info");
+  await client.callTool({ name: "run_python", arguments: { code: "2" } });
+  await sleep(20);
+  assert.deepEqual(heard.map((h) => [h.level, h.data.msg]), [
+    ["info", "run_python started"],
+    ["info", "sandbox ready"],
+    ["warning", "upstream server ended"],
+    ["info", "run_python finished"],
+  ]);
+  assert.ok(heard.every((h) => typeof h.data.requestId === "string"));
   await close();
 });

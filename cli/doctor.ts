@@ -1,12 +1,13 @@
 /**
  * `codemode doctor [--json] [--quick]`: checks runtimes (with a real sandbox), the image, the state
- * directory, config files, servers and settings, and prints one fix per problem. Exit code 1 when
+ * directory, config files, servers, settings and the policy, and prints one fix per problem. Exit code 1 when
  * something is broken; warnings don't fail.
  * @module
  */
 import { createCodemode, defaultPlugins } from "../mod.ts";
 import { bootstrapCommand, bootstrapFrame } from "../sandbox/source.ts";
 import { checkSettings, type DoctorReport, runDoctor } from "../core/doctor_checks.ts";
+import { configCandidates, type ConfigFile, ConfigFileError, readConfigFile } from "../core/config_file.ts";
 import type { RuntimeCheck } from "../core/doctor_runtime.ts";
 import { VERSION } from "./version.ts";
 import { type Colors, colors, formatMs, mark, printJson, table } from "./_render.ts";
@@ -20,8 +21,16 @@ export interface DoctorOptions {
 /** Runs every check, prints the report, and returns the exit code (1 when something is broken). */
 export async function doctor(options: DoctorOptions = {}): Promise<number> {
   const env = process.env;
+  let configFile: ConfigFile | ConfigFileError | undefined;
+  try {
+    configFile = readConfigFile(env);
+  } catch (error) {
+    if (!(error instanceof ConfigFileError)) throw error;
+    configFile = error;
+  }
+  const file = configFile instanceof ConfigFileError ? undefined : configFile;
   // Bad settings are findings, not a crash: the app runs on the valid ones (defaults for the rest).
-  const { settings } = checkSettings(env);
+  const { settings } = checkSettings(env, file);
   const plugins = defaultPlugins(settings);
   // Discovery problems are in the report; logging them too would print each one twice.
   const app = await createCodemode({
@@ -39,6 +48,8 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
       discovery: app.discovery,
       listTools: options.quick ? undefined : (name) => app.pool.listTools(name),
       sandbox: { command: bootstrapCommand(), bootstrap: () => bootstrapFrame(app.bootstrapConfig()) },
+      configFile,
+      configSearched: configCandidates(env, process.cwd()),
     });
   } finally {
     await app.close();
@@ -76,6 +87,14 @@ export function renderReport(report: DoctorReport, c: Colors): string {
     ? "created on first use"
     : "cannot be created";
   out.push(`${c.bold("State directory")}  ${mark(s.status, c)} ${s.path} (${state})`, "");
+
+  const f = report.configFile;
+  out.push(
+    `${c.bold("codemode config")}  ${mark(f.status, c)} ${
+      f.path ?? c.dim(`none (looked for ${f.searched.join(", ")})`)
+    }${f.status === "fail" ? " (unreadable, see below)" : ""}`,
+    "",
+  );
 
   section(
     "Config files",
@@ -130,6 +149,8 @@ export function renderReport(report: DoctorReport, c: Colors): string {
     ),
   );
 
+  section("Policy", renderPolicy(report, c));
+
   const problems = report.findings.filter((f) => f.status !== "ok" && f.status !== "info");
   if (problems.length === 0) {
     out.push(`${mark("ok", c)} Everything works`);
@@ -148,6 +169,27 @@ export function renderReport(report: DoctorReport, c: Colors): string {
     );
   }
   return out.join("\n") + "\n";
+}
+
+const UNITS: Record<string, string> = { maxOutput: " bytes per stream", maxTimeout: "s" };
+
+/** The policy rules with where each came from, then the configured servers it refuses. */
+function renderPolicy(report: DoctorReport, c: Colors): string {
+  const p = report.policy;
+  const value = (v: unknown) =>
+    v === undefined ? c.dim("(no limit)") : Array.isArray(v) ? (v.join(", ") || c.dim("(none)")) : String(v);
+  const lines = [
+    table(
+      ["rule", "value", "from"],
+      p.rules.map((
+        r,
+      ) => [r.key, value(r.value) + (UNITS[r.key] && r.value !== undefined ? UNITS[r.key] : ""), r.source]),
+      c,
+    ),
+  ];
+  if (p.open) lines.push(c.dim("Every configured server and tool is reachable from the sandbox"));
+  for (const r of p.refusedServers) lines.push(`${mark("info", c)} ${r.reason}`);
+  return lines.join("\n");
 }
 
 function sandboxCell(r: RuntimeCheck): string {

@@ -1,14 +1,23 @@
 /**
- * `codemode doctor` as data: runtimes, the sandbox image, the state directory, config files, servers and
- * the effective settings, each with a status and one fix per problem. Nothing here prints; the CLI renders
- * the report as tables or JSON.
+ * `codemode doctor` as data: runtimes, the sandbox image, the state directory, config files, servers, the
+ * effective settings and policy, each with a status and one fix per problem. Nothing here prints; the CLI
+ * renders the report as tables or JSON.
  * @module
  */
 import { access, constants, mkdtemp, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Diagnostic, Provenance, ServerSpec } from "./contracts/discovery.ts";
 import type { Problem, RuntimePlugin } from "./contracts/runtime.ts";
-import { loadSettings, settingDocs, type Settings, SettingsError } from "./settings.ts";
+import type { SettingKey } from "./settings.ts";
+import type { ConfigFile, ConfigFileError } from "./config_file.ts";
+import {
+  checkConfigFile,
+  checkPolicy,
+  checkSettings,
+  type ConfigFileCheck,
+  type PolicyCheck,
+  type SettingCheck,
+} from "./doctor_config.ts";
 import {
   checkRuntime,
   type CheckStatus,
@@ -17,18 +26,13 @@ import {
 } from "./doctor_runtime.ts";
 
 export type { CheckStatus, RuntimeCheck, SandboxProbe } from "./doctor_runtime.ts";
-
-/** One effective setting and where its value came from. */
-export interface SettingCheck {
-  key: string;
-  env: string;
-  value: unknown;
-  /** The variable that set it, or "default". */
-  source: string;
-  doc: string;
-  status: CheckStatus;
-  problem?: Problem;
-}
+export {
+  checkSettings,
+  type ConfigFileCheck,
+  type PolicyCheck,
+  type PolicyRuleCheck,
+  type SettingCheck,
+} from "./doctor_config.ts";
 
 /** The state directory: where caches and unpacked assets live. */
 export interface StateDirCheck {
@@ -76,9 +80,13 @@ export interface DoctorReport {
   runtime?: string;
   runtimes: RuntimeCheck[];
   stateDir: StateDirCheck;
+  /** codemode's own config file (settings and policy). */
+  configFile: ConfigFileCheck;
+  /** MCP client config files (where servers come from). */
   configs: ConfigCheck[];
   servers: ServerCheck[];
   settings: SettingCheck[];
+  policy: PolicyCheck;
   findings: Finding[];
 }
 
@@ -100,58 +108,10 @@ export interface DoctorInput {
   listTools?: (server: string) => Promise<unknown[]>;
   sandbox: Pick<RuntimeCheckOptions, "command" | "bootstrap">;
   serverTimeoutMs?: number;
-}
-
-/** Settings from `env`, and a check per setting; invalid variables fall back to their defaults. */
-export function checkSettings(
-  env: Record<string, string | undefined>,
-): { settings: Settings; checks: SettingCheck[] } {
-  const docs = settingDocs();
-  const sourceOf = (names: string[]) => names.find((n) => env[n] !== undefined && env[n] !== "");
-  const bad = new Map<string, string>();
-  for (const doc of docs) {
-    const name = sourceOf([doc.env, ...doc.aliases]);
-    if (!name) continue;
-    try {
-      loadSettings({ [name]: env[name] });
-    } catch (error) {
-      if (!(error instanceof SettingsError)) throw error;
-      bad.set(doc.key, error.message);
-    }
-  }
-  const cleaned = { ...env };
-  for (const doc of docs) {
-    if (bad.has(doc.key)) { for (const name of [doc.env, ...doc.aliases]) delete cleaned[name]; }
-  }
-  let settings: Settings;
-  try {
-    settings = loadSettings(cleaned);
-  } catch (error) {
-    // Valid one by one, invalid together (the default timeout above the maximum): drop both.
-    bad.set("timeout", (error as Error).message);
-    for (const doc of docs.filter((d) => d.key === "timeout" || d.key === "maxTimeout")) {
-      for (const name of [doc.env, ...doc.aliases]) delete cleaned[name];
-    }
-    settings = loadSettings(cleaned);
-  }
-  const checks = docs.map((doc): SettingCheck => {
-    const name = sourceOf([doc.env, ...doc.aliases]);
-    const error = bad.get(doc.key);
-    return {
-      key: doc.key,
-      env: doc.env,
-      value: (settings as Record<string, unknown>)[doc.key],
-      source: name ?? "default",
-      doc: doc.doc,
-      status: error ? "fail" : "ok",
-      ...(error
-        ? {
-          problem: { message: error, fix: `Fix or unset ${name ?? doc.env}; the default is used meanwhile` },
-        }
-        : {}),
-    };
-  });
-  return { settings, checks };
+  /** codemode's config file: the one read, the error reading it, or undefined when there is none. */
+  configFile?: ConfigFile | ConfigFileError;
+  /** Where the config file was looked for. */
+  configSearched?: string[];
 }
 
 /** Whether the state directory exists and is writable (or can be created). Never throws. */
@@ -239,15 +199,21 @@ export function checkConfigs(discovery: DiscoveryFacts): ConfigCheck[] {
   return checks;
 }
 
-/** Starts and lists every server in parallel (or, without `listTools`, only lists them). Never throws. */
+/**
+ * Starts and lists every server in parallel (or, without `listTools`, only lists them); servers in
+ * `refused` (name -> the policy's reason) are never started. Never throws.
+ */
 export async function checkServers(
   discovery: DiscoveryFacts,
   listTools: ((server: string) => Promise<unknown[]>) | undefined,
   timeoutMs = 30_000,
+  refused: ReadonlyMap<string, string> = new Map(),
 ): Promise<ServerCheck[]> {
   const where = (p: Provenance) => `${p.file} (${p.key})`;
   const checks = await Promise.all(discovery.servers.map(async (spec): Promise<ServerCheck> => {
     const base = { name: spec.name, source: where(spec.source) };
+    const reason = refused.get(spec.name);
+    if (reason) return { ...base, status: "info", problem: { message: reason } };
     if (!listTools) return { ...base, status: "info", problem: { message: "Not started (--quick)" } };
     const started = performance.now();
     try {
@@ -285,7 +251,12 @@ export async function checkServers(
 
 /** Runs every check. Never throws; a broken piece becomes a "fail" finding. */
 export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
-  const { settings, checks: settingChecks } = checkSettings(input.env);
+  const file = input.configFile instanceof Error ? undefined : input.configFile;
+  const configFile = checkConfigFile(input.configFile, input.configSearched ?? []);
+  const { settings, checks: settingChecks, problems: keyProblems } = checkSettings(input.env, file);
+  const envOf = (key: SettingKey) => settingChecks.find((c) => c.key === key)?.env ?? key;
+  const policy = checkPolicy(settings, envOf, input.discovery.servers);
+  const refused = new Map(policy.refusedServers.map((r) => [r.name, r.reason]));
   const runtimeOptions: RuntimeCheckOptions = {
     image: settings.image,
     limits: {
@@ -299,7 +270,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   const [runtimes, stateDir, servers] = await Promise.all([
     Promise.all(input.runtimes.map((r) => checkRuntime(r, runtimeOptions))),
     checkStateDir(settings.stateDir),
-    checkServers(input.discovery, input.listTools, input.serverTimeoutMs),
+    checkServers(input.discovery, input.listTools, input.serverTimeoutMs, refused),
   ]);
   const { runtime, finding } = chooseRuntime(settings.runtime, runtimes);
   const configs = checkConfigs(input.discovery);
@@ -313,6 +284,10 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     ...(stateDir.status !== "ok" && stateDir.problem
       ? [{ status: stateDir.status, subject: "state directory", ...stateDir.problem }]
       : []),
+    ...((configFile.status === "fail" || configFile.status === "warn") && configFile.problem
+      ? [{ status: configFile.status, subject: "config file", ...configFile.problem }]
+      : []),
+    ...keyProblems,
     ...configs.flatMap((c) =>
       c.diagnostics.map((d) => ({
         status: d.severity === "error" ? "fail" as const : "warn" as const,
@@ -337,9 +312,11 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     ...(runtime ? { runtime } : {}),
     runtimes,
     stateDir,
+    configFile,
     configs,
     servers,
     settings: settingChecks,
+    policy,
     findings,
   };
 }

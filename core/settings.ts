@@ -307,7 +307,7 @@ export function resolveSettings(
     const reason = parsed.error.issues.map((i) => describeIssue(i)).join("; ");
     const message = name
       ? `Invalid ${name}="${given.raw}": ${reason}`
-      : `Invalid ${fromFile.get(key)!.as}: "${given.raw}" in "${given.source}": ${reason}`;
+      : `Invalid ${fromFile.get(key)!.as}="${given.raw}" in "${given.source}": ${reason}`;
     problems.push({ key, source: given.source, message });
     out[key] = fallbackOf(s);
   }

@@ -14,7 +14,7 @@
 import { Codemode, type CodemodeOptions } from "./core/app.ts";
 import { PluginRegistry } from "./core/registry.ts";
 import { loadSettings, type Settings } from "./core/settings.ts";
-import { setLogLevel } from "./core/log.ts";
+import { configureLog } from "./core/log.ts";
 import { podman } from "./plugins/runtime/podman.ts";
 import { docker } from "./plugins/runtime/docker.ts";
 import { nerdctl } from "./plugins/runtime/nerdctl.ts";
@@ -56,7 +56,7 @@ export type CreateOptions = Partial<Omit<CodemodeOptions, "settings">> & { setti
 /** Builds a configured codemode from the environment and the bundled plugins. */
 export async function createCodemode(options: CreateOptions = {}): Promise<Codemode> {
   const settings = options.settings ?? loadSettings();
-  setLogLevel(settings.logLevel);
+  configureLog({ level: settings.logLevel, file: settings.logFile });
   return await Codemode.create({
     plugins: options.plugins ?? defaultPlugins(settings),
     sandbox: options.sandbox ?? { command: bootstrapCommand(), bootstrapFrame },

@@ -5,7 +5,7 @@
  */
 import type { Tool } from "@modelcontextprotocol/client";
 import { loadSettings, type Settings } from "../core/settings.ts";
-import { setLogLevel } from "../core/log.ts";
+import { configureLog } from "../core/log.ts";
 import { defaultDiscoveryContext, discoverServers, type Discovery } from "../core/discovery.ts";
 import { defaultDiscoveryPlugins } from "../plugins/discovery/mod.ts";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
@@ -22,7 +22,7 @@ export interface CliConfig {
 /** Loads settings and discovers servers; starts nothing. */
 export async function cliConfig(): Promise<CliConfig> {
   const settings = loadSettings();
-  setLogLevel(settings.logLevel);
+  configureLog({ level: settings.logLevel, file: settings.logFile });
   const discovery = await discoverServers(defaultDiscoveryContext(), defaultDiscoveryPlugins(), {
     allowSelf: settings.allowSelf,
   });

@@ -64,6 +64,11 @@ export async function main(argv: string[]): Promise<number> {
     .option("--json", "print JSON for scripts")
     .action(async (server, opts) => setExit(await (await import("./search_command.ts")).tools(server, opts)));
 
+  program.command("stats")
+    .description("Show runs, sandboxes and tool-call latencies of every running codemode serve")
+    .option("--json", "print JSON for scripts")
+    .action(async (opts) => setExit(await (await import("./stats.ts")).stats(opts)));
+
   program.command("doctor")
     .description("Check runtimes, the sandbox image, config files and servers; print one fix per problem")
     .option("--json", "print JSON for scripts")

@@ -21,6 +21,7 @@ import { selectRuntime } from "./runtime_select.ts";
 import { capabilityText } from "./capabilities.ts";
 import { type Policy, policyOf } from "./policy.ts";
 import { log } from "./log.ts";
+import { StatsPublisher } from "./stats_file.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -53,6 +54,7 @@ export class Codemode {
   readonly sessions: SessionManager;
   #options: CodemodeOptions;
   #runtime?: Promise<RuntimePlugin>;
+  #stats?: StatsPublisher;
 
   private constructor(options: CodemodeOptions, discovery: Discovery) {
     this.#options = options;
@@ -123,8 +125,12 @@ export class Codemode {
     };
   }
 
-  /** An MCP server for one client connection. */
+  /** An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`. */
   mcpServer(sessionKey: string): McpServer {
+    if (!this.#stats) {
+      this.#stats = new StatsPublisher(this.settings.stateDir);
+      this.#stats.start();
+    }
     return createMcpServer({
       runner: this.sessions,
       output: this.#options.plugins.output(this.settings.output),
@@ -153,7 +159,12 @@ export class Codemode {
 
   /** Stops sandboxes and upstream servers. */
   async close(): Promise<void> {
-    await Promise.allSettled([this.sessions.closeAll(), this.pool.close(), this.catalog.close?.()]);
+    await Promise.allSettled([
+      this.sessions.closeAll(),
+      this.pool.close(),
+      this.catalog.close?.(),
+      this.#stats?.stop(),
+    ]);
   }
 
   #runtimeName(): string | undefined {

@@ -140,6 +140,13 @@ const SPEC = {
     fallback: "warn",
     doc: "Log level for the JSON logs on stderr",
   },
+  logFile: {
+    env: "CODEMODE_LOG_FILE",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc: "Append the JSON logs to this file instead of writing them to stderr",
+  },
   allowSelf: {
     env: "CODEMODE_ALLOW_SELF_SERVER",
     aliases: ["MCP_BRIDGE_ALLOW_SELF_SERVER"],

@@ -1,0 +1,98 @@
+/**
+ * `codemode stats [--json]`: the counters and latencies of every `codemode serve` running on this machine
+ * for this state dir (each publishes a snapshot file; files of processes that are gone are skipped and
+ * removed). Tables on a terminal; `--json` prints the snapshots as an array for scripts.
+ * @module
+ */
+import { loadSettings } from "../core/settings.ts";
+import type { StatsSnapshot } from "../core/stats.ts";
+import { readLiveSnapshots } from "../core/stats_file.ts";
+import { colors, formatMs, printJson, table } from "./_render.ts";
+
+/** Runs `codemode stats`; exit 0 even when no server runs (that is an answer, not a failure). */
+export async function stats(opts: { json?: boolean }): Promise<number> {
+  const settings = loadSettings();
+  const snapshots = await readLiveSnapshots(settings.stateDir);
+  if (opts.json) {
+    printJson(snapshots);
+    return 0;
+  }
+  process.stdout.write(renderStats(snapshots) + "\n");
+  return 0;
+}
+
+/** The snapshots as tables: one row per process, then one row per upstream tool. */
+export function renderStats(snapshots: StatsSnapshot[], now = new Date()): string {
+  if (!snapshots.length) {
+    return "No codemode serve is running (none publishes stats under this state dir).";
+  }
+  const c = colors();
+  const out = [
+    table(
+      [
+        "pid",
+        "up",
+        "runs",
+        "ok",
+        "error",
+        "timeout",
+        "cancelled",
+        "run p50",
+        "run p95",
+        "sandboxes",
+        "exits",
+      ],
+      snapshots.map((s) => [
+        String(s.pid),
+        uptime(now.getTime() - Date.parse(s.startedAt)),
+        String(s.runs.total),
+        String(s.runs.ok),
+        String(s.runs.error),
+        String(s.runs.timeout),
+        String(s.runs.cancelled),
+        formatMs(s.runs.latency.p50Ms),
+        formatMs(s.runs.latency.p95Ms),
+        `${s.sandboxes.live} live / ${s.sandboxes.launches} launched` +
+        (s.sandboxes.launchFailures ? ` (${s.sandboxes.launchFailures} failed)` : ""),
+        Object.entries(s.sandboxes.exits).map(([why, n]) => `${why} ${n}`).join(", ") || "-",
+      ]),
+      c,
+    ),
+  ];
+  const several = snapshots.length > 1;
+  const tools = snapshots.flatMap((s) =>
+    s.upstream.flatMap((server) =>
+      server.tools.map((t) => [
+        ...(several ? [String(s.pid)] : []),
+        server.server,
+        t.tool,
+        String(t.count),
+        String(t.errors),
+        String(t.toolErrors),
+        formatMs(t.p50Ms),
+        formatMs(t.p95Ms),
+        formatMs(t.maxMs),
+      ])
+    )
+  );
+  if (tools.length) {
+    const head = ["server", "tool", "calls", "failed", "isError", "p50", "p95", "max"];
+    out.push("", table(several ? ["pid", ...head] : head, tools, c));
+  } else {
+    out.push("", "No upstream tool calls yet.");
+  }
+  const malformed = snapshots.reduce((n, s) => n + s.malformedFrames, 0);
+  const rpcErrors = snapshots.reduce((n, s) => n + s.rpc.reduce((m, r) => m + r.errors, 0), 0);
+  if (malformed || rpcErrors) {
+    out.push("", `${rpcErrors} failed calls from sandboxes, ${malformed} malformed frames dropped`);
+  }
+  return out.join("\n");
+}
+
+function uptime(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 60) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes}m ${seconds % 60}s`;
+  return `${Math.floor(minutes / 60)}h ${minutes % 60}m`;
+}

@@ -252,14 +252,14 @@ Deno.test("content MCP does not define fails the call clearly; deep nesting is c
 Deno.test("listTools() follows pagination cursors and caches the list until a restart", async () => {
   await withPool([faulty("p", ["--tools=7", "--page-size=3"])], async (pool) => {
     const tools = await pool.listTools("p");
-    assert.equal(tools.length, 22);
-    assert.equal(new Set(tools.map((tool) => tool.name)).size, 22);
+    assert.equal(tools.length, 23);
+    assert.equal(new Set(tools.map((tool) => tool.name)).size, 23);
     assert.ok(tools.some((tool) => tool.name === "extra_6"));
     assert.equal(textOf(await pool.callTool("p", "pages_served")), "8");
     await pool.listTools("p");
     assert.equal(textOf(await pool.callTool("p", "pages_served")), "8");
     await assert.rejects(pool.callTool("p", "crash"), UpstreamExitedError);
-    assert.equal((await pool.listTools("p")).length, 22);
+    assert.equal((await pool.listTools("p")).length, 23);
     assert.equal(textOf(await pool.callTool("p", "pages_served")), "8");
   });
 });

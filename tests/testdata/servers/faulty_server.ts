@@ -7,6 +7,9 @@
  *   --garbage           print non-protocol lines on stdout at start-up and between replies
  *   --tools=N           register N extra tools `extra_<i>` (tool-list size and paging tests)
  *   --page-size=N       serve tools/list in pages of N tools
+ *   --echo-env=NAME     write `NAME=<value>` and the command line to stderr at start-up (a server that
+ *                       leaks its secrets into its own diagnostics)
+ *   --flood-at-start=MB write MB megabytes to stderr before speaking MCP
  * @module
  */
 import { McpServer } from "@modelcontextprotocol/server";
@@ -26,6 +29,14 @@ type Text = { type: "text"; text: string };
 const text = (value: string): { content: Text[] } => ({ content: [{ type: "text", text: value }] });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const garbage = () => process.stdout.write("this is not JSON\nWARNING: still not json {\n[1,2\n42\n{}\n");
+
+/** Writes `mb` megabytes of 1 KiB lines to stderr, waiting whenever the pipe is full. */
+async function floodStderr(mb: number, char: string): Promise<void> {
+  const chunk = (char.repeat(1023) + "\n").repeat(1024);
+  for (let i = 0; i < mb; i++) {
+    if (!process.stderr.write(chunk)) await new Promise((r) => process.stderr.once("drain", r));
+  }
+}
 
 async function serve(): Promise<void> {
   const server = new McpServer({ name: "faulty", version: "1.0.0" });
@@ -67,11 +78,7 @@ async function serve(): Promise<void> {
     "flood_stderr",
     { description: "Writes megabytes to stderr", inputSchema: z.object({ mb: z.number() }) },
     async ({ mb }) => {
-      const line = "x".repeat(1023) + "\n";
-      const chunk = line.repeat(1024);
-      for (let i = 0; i < mb; i++) {
-        if (!process.stderr.write(chunk)) await new Promise((r) => process.stderr.once("drain", r));
-      }
+      await floodStderr(mb, "x");
       return text(`wrote ${mb} MB`);
     },
   );
@@ -116,6 +123,17 @@ async function serve(): Promise<void> {
     content: [{ type: "text" as const, text: "the widget is broken" }],
     isError: true,
   }));
+  server.registerTool(
+    "forge_reply",
+    {
+      description: "Answers with a hand-written, invalid JSON-RPC reply, then never with a real one",
+      inputSchema: z.object({ kind: z.enum(Object.keys(FORGED) as [string, ...string[]]) }),
+    },
+    ({ kind }, ctx) => {
+      process.stdout.write(FORGED[kind](ctx.mcpReq.id) + "\n");
+      return new Promise(() => {});
+    },
+  );
   server.registerTool("pid", { description: "Returns the server's pid" }, () => text(String(process.pid)));
   server.registerTool("spawn_child", { description: "Starts a long-lived child process" }, () => {
     const child = spawn("sleep", ["300"], { stdio: "ignore" });
@@ -134,6 +152,20 @@ async function serve(): Promise<void> {
   if (flags.has("garbage")) garbage();
   await server.connect(new StdioServerTransport());
 }
+
+/** Invalid replies to request `id`, by kind: each breaks JSON-RPC or MCP in a different way. */
+const FORGED: Record<string, (id: unknown) => string> = {
+  // A result that is not an object, an error that is not an object, a reply with both, a wrong
+  // protocol version, an id no request has, a reply cut in half, and a valid reply wrapped in garbage.
+  result_not_object: (id) => JSON.stringify({ jsonrpc: "2.0", id, result: "a string" }),
+  error_not_object: (id) => JSON.stringify({ jsonrpc: "2.0", id, error: "broken" }),
+  result_and_error: (id) =>
+    JSON.stringify({ jsonrpc: "2.0", id, result: { content: [] }, error: { code: 1, message: "x" } }),
+  wrong_version: (id) => JSON.stringify({ jsonrpc: "1.0", id, result: { content: [] } }),
+  unknown_id: () => JSON.stringify({ jsonrpc: "2.0", id: 987654321, result: { content: [] } }),
+  truncated: (id) => JSON.stringify({ jsonrpc: "2.0", id, result: { content: [] } }).slice(0, 20),
+  content_not_list: (id) => JSON.stringify({ jsonrpc: "2.0", id, result: { content: "text" } }),
+};
 
 /** Replaces the SDK's tools/list handler with one that serves pages, to exercise client paging. */
 function paginate(server: McpServer, size: number): { served: number } {
@@ -154,6 +186,13 @@ function paginate(server: McpServer, size: number): { served: number } {
   return counter;
 }
 
+if (flags.has("echo-env")) {
+  const name = flags.get("echo-env")!;
+  process.stderr.write(`faulty_server: ${name}=${process.env[name]} argv=${process.argv.join(" ")}\n`);
+}
+if (flags.has("flood-at-start")) {
+  await floodStderr(Number(flags.get("flood-at-start")), "z");
+}
 if (flags.has("exit-at-start")) {
   process.stderr.write("faulty_server: exiting at start as asked\n");
   process.exit(Number(flags.get("exit-at-start")));

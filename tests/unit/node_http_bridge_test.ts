@@ -1,0 +1,47 @@
+/**
+ * The node:http <-> web bridge: the body cap, declared and streamed, and header conversion.
+ */
+import assert from "node:assert/strict";
+import type { IncomingMessage } from "node:http";
+import { readBody, toWebRequest } from "../../core/node_http_bridge.ts";
+
+function fakeRequest(chunks: string[], headers: Record<string, string | string[]> = {}): IncomingMessage {
+  const encoder = new TextEncoder();
+  return Object.assign(
+    (async function* () {
+      for (const c of chunks) yield encoder.encode(c);
+    })(),
+    { headers, method: "POST" },
+  ) as unknown as IncomingMessage;
+}
+
+Deno.test("a body within the cap is returned whole, across chunks", async () => {
+  const body = await readBody(fakeRequest(['{"a":', "1}"]), 16);
+  assert.equal(new TextDecoder().decode(body as Uint8Array), '{"a":1}');
+});
+
+Deno.test("a declared length over the cap is refused before anything is read", async () => {
+  let read = false;
+  const req = Object.assign(
+    (async function* () {
+      read = true;
+      yield new Uint8Array(1);
+    })(),
+    { headers: { "content-length": "17" } },
+  ) as unknown as IncomingMessage;
+  assert.equal(await readBody(req, 16), "too large");
+  assert.equal(read, false);
+});
+
+Deno.test("a streamed body that grows past the cap is refused", async () => {
+  assert.equal(await readBody(fakeRequest(["0123456789", "0123456789"]), 16), "too large");
+  assert.notEqual(await readBody(fakeRequest(["0123456789", "012345"]), 16), "too large");
+});
+
+Deno.test("repeated headers are joined and the method is kept", () => {
+  const req = fakeRequest([], { accept: "application/json", "x-many": ["a", "b"] });
+  const web = toWebRequest(req, new URL("http://127.0.0.1:1/mcp"));
+  assert.equal(web.method, "POST");
+  assert.equal(web.headers.get("accept"), "application/json");
+  assert.equal(web.headers.get("x-many"), "a, b");
+});

@@ -162,7 +162,7 @@ export class SessionManager {
     const cap = `CODEMODE_MAX_RUNS allows ${this.#slots.max} at once`;
     if (!release) {
       return options.signal?.aborted
-        ? notRun("error", `Cancelled while waiting for a run slot (${cap}); nothing ran`, waited)
+        ? notRun("cancelled", `Cancelled while waiting for a run slot (${cap}); nothing ran`, waited)
         : notRun(
           "timeout",
           `Waited ${options.timeout}s for a run slot and none came free (${cap}); nothing ran, the session ` +
@@ -265,7 +265,7 @@ export class SessionManager {
 }
 
 /** The result of a run that never started: nothing ran, the session (if any) is untouched. */
-function notRun(status: "error" | "timeout", error: string, duration = 0): RunResult {
+function notRun(status: RunResult["status"], error: string, duration = 0): RunResult {
   return { status, stdout: "", stderr: "", error, duration };
 }
 

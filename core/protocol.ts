@@ -78,6 +78,8 @@ export interface BootstrapConfig {
   max_output: number;
   /** Every configured, allowed server, so proxies exist before first use. */
   servers: { name: string; alias: string; description?: string }[];
+  /** The file descriptor of a direct duplex channel to use for frames instead of stdin/stdout. */
+  channel_fd?: number;
 }
 
 /** Turns a server or tool name into a Python identifier the way the bridge did: non-identifier chars -> `_`. */

@@ -103,13 +103,22 @@ export class SandboxSession {
     const started = performance.now();
     this.#process = await o.runtime.start(o.sandbox);
     this.#alive = true;
-    this.#writer = this.#process.stdin.getWriter();
+    const { channel, stdin, stdout, stderr } = this.#process;
+    this.#writer = stdin.getWriter();
     this.#writer.closed.catch(() => {});
     const ready = new Promise<string>((resolve) => (this.#ready = resolve));
-    void this.#readStderr(this.#process.stderr);
-    void this.#readFrames(this.#process.stdout);
+    void this.#readStderr(stderr);
     void this.#process.exited.then((code) => this.#onExit(code));
-    this.#send(o.bootstrap).catch(() => {});
+    // The bootstrap always goes over stdin; with a direct channel every later frame uses it instead.
+    this.#send(withChannel(o.bootstrap, channel?.fd)).catch(() => {});
+    if (channel) {
+      this.#writer = channel.writable.getWriter();
+      this.#writer.closed.catch(() => {});
+      void this.#readFrames(channel.readable);
+      void stdout.pipeTo(new WritableStream()).catch(() => {});
+    } else {
+      void this.#readFrames(stdout);
+    }
     const ms = o.startTimeoutMs ?? 60_000;
     const outcome = await Promise.race([
       ready.then((python) => ({ python })),
@@ -413,4 +422,10 @@ function sleep(ms: number): Promise<void> {
     const t = setTimeout(resolve, ms);
     (t as { unref?: () => void }).unref?.();
   });
+}
+
+/** The bootstrap frame, telling the sandbox which fd carries frames when a direct channel exists. */
+function withChannel(bootstrap: HostFrame, fd: number | undefined): HostFrame {
+  if (fd === undefined || bootstrap.type !== "bootstrap") return bootstrap;
+  return { ...bootstrap, config: { ...bootstrap.config, channel_fd: fd } };
 }

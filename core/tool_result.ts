@@ -153,7 +153,11 @@ function errorText(result: CallToolResult): string {
   return "The tool reported an error without a message";
 }
 
+/** Where JSON text can start; anything else is plain text, known without paying for a thrown SyntaxError. */
+const JSON_START = /^\s*[{["\-\d]|^\s*(?:true|false|null)\s*$/;
+
 function decodeJson(text: string): unknown {
+  if (!JSON_START.test(text)) return text;
   try {
     return JSON.parse(text);
   } catch {

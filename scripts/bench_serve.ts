@@ -45,7 +45,7 @@ async function bareRun(i: number): Promise<number> {
       limits: LIMITS,
       labels: { "codemode.bench": "true" },
     },
-    runConfigFor("podman", { ...podmanDefaults, runtime: autoRuntime() }, LIMITS, true),
+    { ...runConfigFor("podman", { ...podmanDefaults, runtime: autoRuntime() }, LIMITS, true), channel: false },
   );
   const start = performance.now();
   const r = await exec("podman", args);

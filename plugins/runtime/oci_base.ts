@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import process from "node:process";
-import { Readable, Writable } from "node:stream";
+import { type Duplex, Readable, Writable } from "node:stream";
 import type {
   ImageStore,
   ManagedSandbox,
@@ -45,6 +45,8 @@ export interface OciOptions {
   tmpfsSize?: string;
   /** The image `detect()` checks for and probes. */
   image?: string;
+  /** Hand frames a direct socket as fd 3 (`--preserve-fds`); podman only, on by default there. */
+  directChannel?: boolean;
 }
 
 /** Everything `buildRunArgs` needs besides the start options: resolved, with no defaults left to apply. */
@@ -58,6 +60,8 @@ export interface OciRunConfig {
   /** Also cap memory with RLIMIT_DATA (bytes), for hosts where the engine cannot apply cgroup limits. */
   dataLimit?: number;
   extraArgs: string[];
+  /** Pass the sandbox a direct channel as fd 3 (`--preserve-fds 1`). */
+  channel: boolean;
 }
 
 /** Builds the `run` arguments (after the CLI prefix) for one sandbox; pure, so tests check it flag by flag. */
@@ -97,6 +101,7 @@ export function buildRunArgs(start: SandboxStartOptions, config: OciRunConfig): 
   // limit for the whole session, and PID 1 ignores signals it has no handler for.
   if (config.init) args.push("--init");
   if (config.runtime) args.push("--runtime", config.runtime);
+  if (config.channel) args.push("--preserve-fds", "1");
   if (config.engine === "podman") {
     // --read-only alone still gives writable, executable /run and /var/tmp; --http-proxy would copy the
     // CLI's proxy variables into the container; --env-host=false guards against a containers.conf default.
@@ -129,6 +134,8 @@ export function runConfigFor(
     tmpfsSize: options.tmpfsSize ?? "256m",
     dataLimit: cgroupLimits ? undefined : parseMemory(limits.memory),
     extraArgs: options.extraArgs ?? [],
+    // docker and nerdctl hand stdio to a daemon, so an fd of ours cannot reach the container.
+    channel: engine === "podman" && (options.directChannel ?? true),
   };
 }
 
@@ -222,11 +229,13 @@ export function ociRuntime(
 
   async function start(start: SandboxStartOptions): Promise<SandboxProcess> {
     const known = await engineFacts();
-    const args = buildRunArgs(start, runConfigFor(engine, options, start.limits, known.cgroupLimits));
+    const config = runConfigFor(engine, options, start.limits, known.cgroupLimits);
+    const args = buildRunArgs(start, config);
     const child = spawn(cli[0], [...cli.slice(1), ...args], {
       cwd: "/",
       env: engineEnv(),
-      stdio: ["pipe", "pipe", "pipe"],
+      // A fourth "pipe" is a socket pair on POSIX: a duplex channel the container gets as fd 3.
+      stdio: config.channel ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
     });
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
@@ -265,10 +274,21 @@ export function ociRuntime(
         await wait(2_000);
         await remove(start.name).catch(() => {});
       })();
+    const socket = child.stdio[3] as Duplex | null | undefined;
+    socket?.on("error", () => {});
     return {
       stdin: Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
       stdout: Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
       stderr: Readable.toWeb(child.stderr) as ReadableStream<Uint8Array>,
+      ...(socket
+        ? {
+          channel: {
+            fd: 3,
+            readable: Readable.toWeb(socket) as ReadableStream<Uint8Array>,
+            writable: Writable.toWeb(socket) as WritableStream<Uint8Array>,
+          },
+        }
+        : {}),
       kill,
       exited,
     };
@@ -343,7 +363,8 @@ export function ociRuntime(
         limits: DEFAULT_LIMITS,
         labels: { "codemode.probe": "true" },
       },
-      runConfigFor(engine, options, DEFAULT_LIMITS, known.cgroupLimits),
+      // The probe runs without a channel fd to pass; sessions exercise that.
+      { ...runConfigFor(engine, options, DEFAULT_LIMITS, known.cgroupLimits), channel: false },
     );
     const result = await run(probe, 30_000);
     if (result.code === 0) {

@@ -1,9 +1,13 @@
-"""Frames over private copies of the process's stdin/stdout (CPython transport)."""
+"""Frames over private copies of the process's stdin/stdout, or of a direct channel fd the runtime handed
+over (CPython transport)."""
+import _signal  # signal.pthread_sigmask wraps its answer in enums on every call; this is the hot path
 import os
 import signal
 import threading
 
 from .frames import decode, encode
+
+_SIGINT = {signal.SIGINT}
 
 
 class Channel:
@@ -25,6 +29,18 @@ class Channel:
         os.close(null)
         return cls(read_fd, write_fd, pending)
 
+    @classmethod
+    def from_fd(cls, fd):
+        """Moves the protocol to a private copy of the duplex socket `fd` (the host's direct channel, which
+        skips the engine's stdio relay); fd 0 points at /dev/null and `fd` itself is closed, so child
+        processes inherit neither."""
+        private = os.dup(fd)
+        os.close(fd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        return cls(private, private)
+
     def send(self, frame):
         """Writes one frame; raises ValueError for frames over the size cap."""
         data = encode(frame)
@@ -32,7 +48,7 @@ class Channel:
         if on_main:
             # A timeout's SIGINT must not land between two partial writes and cut a frame in half;
             # blocked here, it is delivered (and raised) once the frame is out.
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            _signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
         try:
             with self._lock:
                 view = memoryview(data)
@@ -40,7 +56,7 @@ class Channel:
                     view = view[os.write(self._write_fd, view) :]
         finally:
             if on_main:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+                _signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
 
     def serve(self, on_frame, on_close):
         """Reads frames on a daemon thread, calling on_frame(frame) for each and on_close() at EOF."""

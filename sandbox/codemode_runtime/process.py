@@ -19,7 +19,8 @@ class Process:
     """Wires the kernel to fds, threads and signals."""
 
     def __init__(self, config, rest=b""):
-        self.channel = Channel.from_stdio(rest)
+        channel_fd = config.get("channel_fd")
+        self.channel = Channel.from_fd(channel_fd) if channel_fd is not None else Channel.from_stdio(rest)
         self.kernel = Kernel(config, self.channel.send)
         self.capture = Capture(self.channel.send, self.kernel.config["max_output"])
         self.loop = asyncio.new_event_loop()

@@ -25,7 +25,16 @@ const start: SandboxStartOptions = {
 };
 
 function config(engine: OciEngine, extra: Partial<OciRunConfig> = {}): OciRunConfig {
-  return { engine, init: true, nofile: 1024, nproc: 256, tmpfsSize: "256m", extraArgs: [], ...extra };
+  return {
+    engine,
+    init: true,
+    nofile: 1024,
+    nproc: 256,
+    tmpfsSize: "256m",
+    extraArgs: [],
+    channel: false,
+    ...extra,
+  };
 }
 
 /** The value following `flag`, for flags given once. */
@@ -302,4 +311,14 @@ Deno.test("diagnose() turns the engine failures seen on real machines into fixes
   for (const [stderr, fix] of cases) assert.match(diagnose("podman", stderr).fix ?? "", fix, stderr);
   assert.match(diagnose("docker", "", "ENOENT").fix ?? "", /docker\.io/);
   assert.equal(diagnose("podman", "Error: something odd\n").message, `podman failed: "something odd"`);
+});
+
+Deno.test("only podman hands the sandbox a direct channel fd; docker and nerdctl cannot pass one", () => {
+  const limits = { memory: "512m", pids: 64 };
+  assert.equal(runConfigFor("podman", {}, limits, true).channel, true);
+  assert.equal(runConfigFor("podman", { directChannel: false }, limits, true).channel, false);
+  assert.equal(runConfigFor("docker", {}, limits, true).channel, false);
+  assert.equal(runConfigFor("nerdctl", {}, limits, true).channel, false);
+  assert.equal(valueOf(buildRunArgs(start, config("podman", { channel: true })), "--preserve-fds"), "1");
+  assert.ok(!buildRunArgs(start, config("podman")).includes("--preserve-fds"));
 });

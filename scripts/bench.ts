@@ -2,7 +2,7 @@
  * `deno task bench`: measures codemode against baselines taken in the same run and prints one table per
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
- *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide] [--json]
+ *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load] [--json]
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -14,6 +14,7 @@ import { benchProxy } from "./bench_proxy.ts";
 import { benchSearchSection } from "./bench_search_cli.ts";
 import { benchBinary } from "./bench_binary.ts";
 import { benchPyodide } from "./bench_pyodide.ts";
+import { benchLoad } from "./bench_load.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -22,6 +23,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   search: benchSearchSection,
   binary: benchBinary,
   pyodide: benchPyodide,
+  load: benchLoad,
 };
 
 function parseArgs(argv: string[]): { only?: string; json: boolean } {

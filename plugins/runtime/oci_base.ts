@@ -20,6 +20,7 @@ import type {
 } from "../../core/contracts/runtime.ts";
 import { DEFAULT_IMAGE } from "../../core/image_build.ts";
 import { diagnose, engineEnv, execCli, firstErrorLine, parseInspectLines, parseMemory } from "./_oci_exec.ts";
+import { type SeccompChoice, seccompProfilePath } from "./seccomp.ts";
 
 /** The engines this base knows how to drive. */
 export type OciEngine = "podman" | "docker" | "nerdctl";
@@ -45,6 +46,8 @@ export interface OciOptions {
   tmpfsSize?: string;
   /** The image `detect()` checks for and probes. */
   image?: string;
+  /** Seccomp profile: "codemode" (default, the built-in allowlist), "engine" (its default) or a path. */
+  seccomp?: SeccompChoice;
   /** Hand frames a direct socket as fd 3 (`--preserve-fds`); podman only, on by default there. */
   directChannel?: boolean;
 }
@@ -59,6 +62,8 @@ export interface OciRunConfig {
   tmpfsSize: string;
   /** Also cap memory with RLIMIT_DATA (bytes), for hosts where the engine cannot apply cgroup limits. */
   dataLimit?: number;
+  /** Path of the seccomp profile file; undefined leaves the engine's default profile. */
+  seccomp?: string;
   extraArgs: string[];
   /** Pass the sandbox a direct channel as fd 3 (`--preserve-fds 1`). */
   channel: boolean;
@@ -82,6 +87,7 @@ export function buildRunArgs(start: SandboxStartOptions, config: OciRunConfig): 
     "ALL",
     "--security-opt",
     "no-new-privileges",
+    ...(config.seccomp ? ["--security-opt", `seccomp=${config.seccomp}`] : []),
     "--user",
     "65534:65534",
     "--memory",
@@ -115,12 +121,14 @@ export function buildRunArgs(start: SandboxStartOptions, config: OciRunConfig): 
 }
 
 /** Resolves plugin options and limits into a run config; `cgroupLimits` is false where the engine cannot
- * apply memory and pids limits (rootless on cgroup v1), so ulimits stand in for them. */
+ * apply memory and pids limits (rootless on cgroup v1), so ulimits stand in for them; `seccomp` is the
+ * profile file's path. */
 export function runConfigFor(
   engine: OciEngine,
   options: OciOptions,
   limits: SandboxLimits,
   cgroupLimits: boolean,
+  seccomp?: string,
 ): OciRunConfig {
   return {
     engine,
@@ -133,6 +141,7 @@ export function runConfigFor(
     nproc: options.nproc ?? (cgroupLimits ? limits.pids * 4 : limits.pids),
     tmpfsSize: options.tmpfsSize ?? "256m",
     dataLimit: cgroupLimits ? undefined : parseMemory(limits.memory),
+    seccomp,
     extraArgs: options.extraArgs ?? [],
     // docker and nerdctl hand stdio to a daemon, so an fd of ours cannot reach the container.
     channel: engine === "podman" && (options.directChannel ?? true),
@@ -192,6 +201,7 @@ export function ociRuntime(
   const cli = options.command;
   const image = options.image ?? DEFAULT_IMAGE;
   let facts: Promise<EngineFacts> | undefined;
+  let profile: Promise<string | undefined> | undefined;
 
   const run = (args: string[], timeoutMs = 30_000, proxies = false) =>
     execCli([...cli, ...args], { timeoutMs, proxies });
@@ -218,6 +228,14 @@ export function ociRuntime(
     })();
   }
 
+  /** The seccomp profile's path, written once per plugin; a failure is retried at the next start. */
+  function seccompPath(): Promise<string | undefined> {
+    return profile ??= seccompProfilePath(options.seccomp).catch((error) => {
+      profile = undefined;
+      throw error;
+    });
+  }
+
   async function remove(name: string): Promise<void> {
     // podman's rm -f waits 10 s for SIGTERM first, which hostile code ignores.
     const args = engine === "podman" ? ["rm", "-f", "-t", "0", name] : ["rm", "-f", name];
@@ -228,8 +246,8 @@ export function ociRuntime(
   }
 
   async function start(start: SandboxStartOptions): Promise<SandboxProcess> {
-    const known = await engineFacts();
-    const config = runConfigFor(engine, options, start.limits, known.cgroupLimits);
+    const [known, seccomp] = await Promise.all([engineFacts(), seccompPath()]);
+    const config = runConfigFor(engine, options, start.limits, known.cgroupLimits, seccomp);
     const args = buildRunArgs(start, config);
     const child = spawn(cli[0], [...cli.slice(1), ...args], {
       cwd: "/",
@@ -353,7 +371,15 @@ export function ociRuntime(
       });
       return detection;
     }
-    // Only a real container shows runtime, cgroup and ulimit failures; it takes a fraction of a second.
+    let seccomp: string | undefined;
+    try {
+      seccomp = await seccompPath();
+    } catch (error) {
+      detection.problems.push({ message: (error as Error).message });
+      return detection;
+    }
+    // Only a real container shows runtime, cgroup, ulimit and seccomp failures; it takes a fraction of a
+    // second.
     const probeName = `codemode-probe-${process.pid}-${randomBytes(4).toString("hex")}`;
     const probe = buildRunArgs(
       {
@@ -364,7 +390,7 @@ export function ociRuntime(
         labels: { "codemode.probe": "true" },
       },
       // The probe runs without a channel fd to pass; sessions exercise that.
-      { ...runConfigFor(engine, options, DEFAULT_LIMITS, known.cgroupLimits), channel: false },
+      { ...runConfigFor(engine, options, DEFAULT_LIMITS, known.cgroupLimits, seccomp), channel: false },
     );
     const result = await run(probe, 30_000);
     if (result.code === 0) {

@@ -51,7 +51,7 @@ function valuesOf(args: string[], flag: string): string[] {
 const TMPFS = "rw,noexec,nosuid,nodev,size=256m,mode=1777";
 
 Deno.test("buildRunArgs() gives podman the complete hardened argument list", () => {
-  const args = buildRunArgs(start, config("podman", { runtime: "runc" }));
+  const args = buildRunArgs(start, config("podman", { runtime: "runc", seccomp: "/tmp/codemode-0/s.json" }));
   assert.deepEqual(args, [
     "run",
     "-i",
@@ -73,6 +73,8 @@ Deno.test("buildRunArgs() gives podman the complete hardened argument list", () 
     "ALL",
     "--security-opt",
     "no-new-privileges",
+    "--security-opt",
+    "seccomp=/tmp/codemode-0/s.json",
     "--user",
     "65534:65534",
     "--memory",
@@ -150,6 +152,20 @@ Deno.test("buildRunArgs() passes no environment variable into the container for 
     );
     assert.deepEqual(envFlags, [], engine);
   }
+});
+
+Deno.test("buildRunArgs() gives every engine the seccomp profile, and none when the engine's default is chosen", () => {
+  for (const engine of ["podman", "docker", "nerdctl"] as const) {
+    const args = buildRunArgs(start, config(engine, { seccomp: "/tmp/codemode-0/seccomp-ab.json" }));
+    assert.deepEqual(valuesOf(args, "--security-opt"), [
+      "no-new-privileges",
+      "seccomp=/tmp/codemode-0/seccomp-ab.json",
+    ], engine);
+    assert.deepEqual(valuesOf(buildRunArgs(start, config(engine)), "--security-opt"), ["no-new-privileges"]);
+  }
+  const limits = { memory: "256m", pids: 50 };
+  assert.equal(runConfigFor("docker", {}, limits, true, "/p.json").seccomp, "/p.json");
+  assert.equal(runConfigFor("docker", {}, limits, true).seccomp, undefined);
 });
 
 Deno.test("buildRunArgs() adds a CPU quota only when one is set", () => {

@@ -1,0 +1,92 @@
+/**
+ * codemode's seccomp profile for container sandboxes: an allowlist (seccomp.json, embedded in the binary)
+ * written to a file the engine CLI can read and passed as `--security-opt seccomp=<path>`. The engines'
+ * own defaults differ and leave kernel attack surface open that Python never needs (user namespaces,
+ * io_uring, keyrings, ptrace, 32-bit syscalls...); docs/security.md has the measurements.
+ * @module
+ */
+
+import { createHash, randomBytes } from "node:crypto";
+import { chmod, lstat, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import process from "node:process";
+import profile from "./seccomp.json" with { type: "json" };
+
+/** Which profile sandboxes get: "codemode" (the built-in one), "engine" (the engine's default) or a path. */
+export type SeccompChoice = "codemode" | "engine" | string;
+
+/** One rule of a profile in the engines' (docker's) format. */
+export interface SeccompRule {
+  comment?: string;
+  names: string[];
+  action: string;
+  errnoRet?: number;
+  args?: { index: number; value: number; valueTwo: number; op: string }[];
+}
+
+/** The built-in profile as the JSON text written for the engines. */
+export const SECCOMP_PROFILE: string = JSON.stringify(profile, null, 2) + "\n";
+
+/** Syscalls the built-in profile refuses with EPERM, whatever their arguments (from seccomp.json). */
+export const DENIED_SYSCALLS: readonly string[] = (profile.syscalls as SeccompRule[])
+  .filter((rule) => rule.action === "SCMP_ACT_ERRNO" && !rule.args && rule.errnoRet === 1)
+  .flatMap((rule) => rule.names)
+  .sort();
+
+/**
+ * The path to pass as `seccomp=<path>` for `choice`, or undefined for the engine's default profile.
+ * The built-in profile goes to a file named after its hash in a directory only this user can write but
+ * everyone can read (a rootless engine run as another user reads it too). Rejects with a fix when a
+ * custom profile cannot be read or is not JSON.
+ */
+export async function seccompProfilePath(choice: SeccompChoice = "codemode", base = tmpdir()): Promise<
+  string | undefined
+> {
+  if (choice === "engine") return undefined;
+  if (choice !== "codemode") return await checkedCustom(choice);
+  const hash = createHash("sha256").update(SECCOMP_PROFILE).digest("hex").slice(0, 16);
+  const dir = await profileDir(base);
+  const path = join(dir, `seccomp-${hash}.json`);
+  const existing = await readFile(path, "utf8").catch(() => undefined);
+  if (existing === SECCOMP_PROFILE) return path;
+  // Write and rename, so a concurrent start never reads half a profile.
+  const partial = join(dir, `.seccomp-${randomBytes(6).toString("hex")}.tmp`);
+  try {
+    await writeFile(partial, SECCOMP_PROFILE, { mode: 0o644 });
+    await chmod(partial, 0o644); // the umask may have narrowed it
+    await rename(partial, path);
+  } finally {
+    await rm(partial, { force: true });
+  }
+  return path;
+}
+
+/** `<base>/codemode-<uid>`, or a fresh private directory when that name is taken by someone else. */
+async function profileDir(base: string): Promise<string> {
+  const uid = process.getuid?.() ?? 0;
+  const dir = join(base, `codemode-${uid}`);
+  await mkdir(dir, { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "EEXIST") throw error;
+  });
+  const info = await lstat(dir);
+  // In a shared /tmp another user could have created the name first, to hand us a weaker profile.
+  if (info.isDirectory() && info.uid === uid && (info.mode & 0o022) === 0) return dir;
+  const fresh = await mkdtemp(join(base, "codemode-seccomp-"));
+  await chmod(fresh, 0o755);
+  return fresh;
+}
+
+async function checkedCustom(path: string): Promise<string> {
+  const absolute = resolve(path); // engine CLIs run with cwd "/"
+  try {
+    JSON.parse(await readFile(absolute, "utf8"));
+  } catch (error) {
+    const reason = error instanceof SyntaxError ? "not JSON" : (error as NodeJS.ErrnoException).code ?? error;
+    throw new Error(
+      `Cannot use the seccomp profile "${absolute}" (${reason}): set CODEMODE_SECCOMP to a readable JSON ` +
+        `profile, "engine" for the engine's default, or unset it for codemode's`,
+    );
+  }
+  return absolute;
+}

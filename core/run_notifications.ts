@@ -11,6 +11,8 @@ import type { OutputListener } from "./sandbox_session.ts";
 /** How often progress is sent at most, and the most text one notification carries. */
 export const PROGRESS = { intervalMs: 250, maxChars: 16_384 } as const;
 
+const FINAL_PAUSE_MS = 20;
+
 /** Where notifications go: the request's own `notify`, so transports can route them to that request. */
 export type Notify = ServerContext["mcpReq"]["notify"];
 
@@ -35,10 +37,10 @@ export function progressStream(
   let produced = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let sending: Promise<void> = Promise.resolve();
-  const send = () => {
+  const send = (): boolean => {
     clearTimeout(timer);
     timer = undefined;
-    if (!pending) return;
+    if (!pending) return false;
     const message = skipped ? `[${skipped} characters not shown]\n${pending}` : pending;
     const progress = produced;
     pending = "";
@@ -48,6 +50,7 @@ export function progressStream(
         notify({ method: "notifications/progress", params: { progressToken: token, progress, message } })
       )
       .catch(() => {});
+    return true;
   };
   return {
     output(_stream, text) {
@@ -60,9 +63,13 @@ export function progressStream(
       }
       timer ??= setTimeout(send, intervalMs);
     },
-    flush() {
-      send();
-      return sending;
+    async flush() {
+      if (!send()) return await sending;
+      await sending;
+      // The SDK client handles a response at once but a notification a microtask later, so a last
+      // notification read in the same chunk as the response is dropped (typescript-sdk#2580); a short
+      // pause makes them arrive apart.
+      await new Promise((resolve) => setTimeout(resolve, FINAL_PAUSE_MS));
     },
   };
 }

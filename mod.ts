@@ -36,12 +36,14 @@ export { compact, docker, json, nerdctl, podman, pyodide, toon };
 export { VERSION };
 
 /** The registry with every bundled plugin; `auto` tries runtimes in this order. */
-export function defaultPlugins(settings?: Pick<Settings, "stateDir" | "image">): PluginRegistry {
-  const image = settings?.image;
+export function defaultPlugins(
+  settings?: Pick<Settings, "stateDir" | "image"> & Partial<Pick<Settings, "seccomp">>,
+): PluginRegistry {
+  const oci = { image: settings?.image, seccomp: settings?.seccomp };
   const registry = new PluginRegistry()
-    .registerRuntime(podman({ image }))
-    .registerRuntime(docker({ image }))
-    .registerRuntime(nerdctl({ image }))
+    .registerRuntime(podman(oci))
+    .registerRuntime(docker(oci))
+    .registerRuntime(nerdctl(oci))
     .registerRuntime(pyodide({ stateDir: settings?.stateDir }))
     .registerOutput(compact())
     .registerOutput(toon())

@@ -109,6 +109,14 @@ const SPEC = {
     fallback: undefined,
     doc: "Sandbox CPU quota (unset: no quota)",
   },
+  seccomp: {
+    env: "CODEMODE_SECCOMP",
+    aliases: [],
+    parse: z.string().trim().min(1),
+    fallback: "codemode",
+    doc: "Seccomp profile of container sandboxes: codemode (built in, see docs/security.md), engine (the " +
+      "engine's default) or the path of a JSON profile",
+  },
   idleTimeout: {
     env: "CODEMODE_IDLE_TIMEOUT",
     aliases: ["MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "MCP_BRIDGE_IDLE_TIMEOUT"],

@@ -116,12 +116,12 @@ Deno.test("a broken config file fails doctor, which goes on with the environment
   assert.equal(r.policy.open, true);
   assert.match(
     renderReport(r, pc.createColors(false)),
-    /codemode config  ✗ \/proj\/codemode\.yaml \(unreadable, see below\)/,
+    /codemode config {2}✗ \/proj\/codemode\.yaml \(unreadable, see below\)/,
   );
   const none = await doctor(undefined).report;
   assert.match(
     renderReport(none, pc.createColors(false)),
-    /codemode config  · none \(looked for \/proj\/codemode\.yaml, /,
+    /codemode config {2}· none \(looked for \/proj\/codemode\.yaml, /,
   );
   assert.match(renderReport(none, pc.createColors(false)), /Every configured server and tool is reachable/);
 });

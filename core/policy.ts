@@ -41,7 +41,7 @@ export const OPEN_RULES: PolicyRules = {
   readOnly: false,
 };
 
-/** Setting keys of the rules, as a config file spells them, with their variables (for messages). */
+/** Each rule's variable, named in a refusal when the policy was built without sources. */
 const RULE_ENV: Record<keyof PolicyRules, string> = {
   allowServers: "CODEMODE_ALLOW_SERVERS",
   denyServers: "CODEMODE_DENY_SERVERS",

@@ -67,7 +67,7 @@ export function renderReport(report: DoctorReport, c: Colors): string {
   section(
     `Runtimes${report.runtime ? ` (using ${report.runtime})` : ""}`,
     table(
-      ["", "runtime", "version", "mode", "image", "sandbox"],
+      ["", "runtime", "version", "mode", "image", "sandbox", "seccomp"],
       report.runtimes.map((r) => [
         mark(r.status, c),
         r.name,
@@ -75,6 +75,7 @@ export function renderReport(report: DoctorReport, c: Colors): string {
         r.rootless === undefined ? "" : r.rootless ? "rootless" : "rootful",
         r.image ? `${r.image.ref}${r.image.present ? "" : " (missing)"}` : "",
         sandboxCell(r),
+        seccompCell(r),
       ]),
       c,
     ),
@@ -190,6 +191,12 @@ function renderPolicy(report: DoctorReport, c: Colors): string {
   if (p.open) lines.push(c.dim("Every configured server and tool is reachable from the sandbox"));
   for (const r of p.refusedServers) lines.push(`${mark("info", c)} ${r.reason}`);
   return lines.join("\n");
+}
+
+function seccompCell(r: RuntimeCheck): string {
+  const s = r.sandbox?.seccomp;
+  if (!s) return "";
+  return s.codemode ? "codemode" : s.mode === "filter" ? "other" : "none";
 }
 
 function sandboxCell(r: RuntimeCheck): string {

@@ -1,7 +1,8 @@
 /**
  * Doctor's runtime check: detection, the sandbox image, and a real sandbox started through the plugin
- * with the full security flag set and the configured limits, running `print('ok')` over the protocol.
- * Failures are explained with one fix each. Data only; the CLI prints it.
+ * with the full security flag set and the configured limits, running a short program over the protocol
+ * that prints `ok` and what the sandbox's seccomp filter lets through. Failures are explained with one fix
+ * each. Data only; the CLI prints it.
  * @module
  */
 import type { Problem, RuntimePlugin, SandboxLimits } from "./contracts/runtime.ts";
@@ -14,6 +15,19 @@ import { ownerLabels } from "./session_manager.ts";
 /** How healthy one checked thing is; only "fail" makes doctor exit non-zero. */
 export type CheckStatus = "ok" | "warn" | "fail" | "info";
 
+/** The seccomp filter a sandbox runs under, seen from inside it. */
+export interface SeccompProbe {
+  /** From /proc/self/status: "filter" (a filter is installed), "strict" or "disabled" (none). */
+  mode: "filter" | "strict" | "disabled";
+  /** Number of filters stacked on the sandbox process. */
+  filters?: number;
+  /** What `seccomp(SECCOMP_GET_ACTION_AVAIL)` returned: "ok" under podman's and docker's default
+   * profiles, "EPERM" under codemode's, which refuses it. */
+  probe?: string;
+  /** Whether codemode's profile (or one as strict about the probed call) is in force. */
+  codemode: boolean;
+}
+
 /** What starting a real sandbox showed. */
 export interface SandboxProbe {
   ok: boolean;
@@ -22,6 +36,8 @@ export interface SandboxProbe {
   /** Milliseconds the `print('ok')` run took. */
   runMs?: number;
   python?: string;
+  /** Undefined where the sandbox has no /proc to tell (Pyodide). */
+  seccomp?: SeccompProbe;
   error?: string;
 }
 
@@ -84,6 +100,24 @@ export const FAILURES: readonly { pattern: RegExp; problem: (name: string, text:
           : "Lower CODEMODE_PIDS, CODEMODE_MEMORY or CODEMODE_CPUS",
       };
     },
+  },
+  {
+    pattern: /Cannot use the seccomp profile "[^"]*" \([^)]*\)/,
+    problem: (_name, text) => ({
+      message: /Cannot use the seccomp profile "[^"]*" \([^)]*\)/.exec(text)![0],
+      fix:
+        `Set CODEMODE_SECCOMP to a readable JSON profile, "engine" for the engine's default, or unset it ` +
+        `for codemode's`,
+    }),
+  },
+  {
+    pattern: /create failed:[^\n]*seccomp|seccomp profile[^\n]*(failed|invalid)/i,
+    problem: (_name, text) => ({
+      message: `The engine rejected the seccomp profile: "${
+        (/[^\n]*seccomp[^\n]*/i.exec(text)?.[0] ?? "").trim().slice(0, 300)
+      }"`,
+      fix: "Fix the profile CODEMODE_SECCOMP names, or unset it to use codemode's",
+    }),
   },
   {
     pattern: /image not known|no such image|unable to find image|manifest unknown|pull access denied/i,
@@ -181,6 +215,11 @@ export async function checkRuntime(
     check.status = "fail";
     check.problems.push(explainFailure(plugin.name, check.sandbox.error ?? ""));
   }
+  const seccomp = hasImageStore(plugin) ? seccompProblem(check.sandbox.seccomp) : undefined;
+  if (seccomp) {
+    check.problems.push(seccomp);
+    if (check.status === "ok") check.status = "warn";
+  }
   // Detection's own findings (e.g. limits that cannot be applied) are warnings once a sandbox ran.
   for (const problem of detection.problems) {
     if (check.problems.some((p) => p.message === problem.message)) continue;
@@ -191,7 +230,76 @@ export async function checkRuntime(
   return check;
 }
 
-/** Starts a real sandbox through the plugin, runs `print('ok')`, and removes it. Never throws. */
+/**
+ * The program doctor runs in the sandbox: `ok`, then one JSON line of seccomp facts. The probed call is
+ * one both engines' default profiles allow and codemode's refuses, so EPERM proves codemode's profile is
+ * in force, not just some filter; it changes nothing. Where /proc or ctypes is missing (Pyodide) the facts
+ * are partial or empty.
+ */
+export const PROBE_PROGRAM = `
+def _codemode_seccomp():
+    import ctypes, errno, platform
+    facts = {}
+    try:
+        lines = open("/proc/self/status").read().splitlines()
+        status = dict(line.split(":", 1) for line in lines if ":" in line)
+        facts["mode"], facts["filters"] = status["Seccomp"].strip(), status.get("Seccomp_filters", "").strip()
+    except (OSError, KeyError):
+        return facts
+    nr = {"x86_64": 317, "aarch64": 277}.get(platform.machine())  # seccomp(2)
+    if nr is None:
+        return facts
+    libc = ctypes.CDLL(None, use_errno=True)
+    allow = ctypes.c_uint32(0x7FFF0000)  # SECCOMP_GET_ACTION_AVAIL of SECCOMP_RET_ALLOW
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(nr), ctypes.c_long(2), ctypes.c_long(0), ctypes.byref(allow))
+    facts["probe"] = "ok" if result == 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+    return facts
+print("ok")
+try:
+    print(__import__("json").dumps(_codemode_seccomp()))
+except Exception:
+    print("{}")
+`;
+
+/** Reads the seccomp facts line of {@link PROBE_PROGRAM}'s output; undefined when it tells nothing. */
+export function parseSeccompFacts(line: string | undefined): SeccompProbe | undefined {
+  let facts: { mode?: string; filters?: string; probe?: string };
+  try {
+    facts = JSON.parse(line ?? "");
+  } catch {
+    return undefined;
+  }
+  const mode = ({ "0": "disabled", "1": "strict", "2": "filter" } as const)[facts?.mode as "0" | "1" | "2"];
+  if (!mode) return undefined;
+  const filters = Number(facts.filters);
+  return {
+    mode,
+    ...(facts.filters && Number.isInteger(filters) ? { filters } : {}),
+    ...(facts.probe ? { probe: facts.probe } : {}),
+    codemode: mode === "filter" && facts.probe === "EPERM",
+  };
+}
+
+/** The problem with a container sandbox's seccomp state, if any: it should run under codemode's profile. */
+export function seccompProblem(seccomp: SeccompProbe | undefined): Problem | undefined {
+  if (!seccomp || seccomp.codemode) return undefined;
+  if (seccomp.mode === "disabled") {
+    return {
+      message: "The sandbox runs without any seccomp filter",
+      fix: "Unset CODEMODE_SECCOMP (or set it to codemode) and check that the engine supports seccomp",
+    };
+  }
+  return {
+    message: `A seccomp filter other than codemode's is in force (seccomp(2) returned "${
+      seccomp.probe ?? "nothing"
+    }", codemode's profile refuses it)`,
+    fix: "Expected with CODEMODE_SECCOMP=engine or a custom profile; unset it to use codemode's " +
+      "(docs/security.md)",
+  };
+}
+
+/** Starts a real sandbox through the plugin, runs {@link PROBE_PROGRAM}, and removes it. Never throws. */
 export async function probeSandbox(
   plugin: RuntimePlugin,
   options: RuntimeCheckOptions,
@@ -216,14 +324,17 @@ export async function probeSandbox(
     await session.start();
     const startMs = Math.round(performance.now() - started);
     started = performance.now();
-    const result = await session.execute("print('ok')", { timeout: 15 });
+    const result = await session.execute(PROBE_PROGRAM, { timeout: 15 });
     const runMs = Math.round(performance.now() - started);
-    const ok = result.status === "ok" && result.stdout.trim() === "ok";
+    const [first, facts] = result.stdout.split("\n");
+    const ok = result.status === "ok" && first.trim() === "ok";
+    const seccomp = parseSeccompFacts(facts);
     return {
       ok,
       startMs,
       runMs,
       python: session.python,
+      ...(seccomp ? { seccomp } : {}),
       ...(ok ? {} : { error: result.error || `unexpected output: "${result.stdout.slice(0, 200)}"` }),
     };
   } catch (error) {

@@ -20,7 +20,7 @@ import type {
 } from "../../core/contracts/runtime.ts";
 import { DEFAULT_IMAGE } from "../../core/image_build.ts";
 import { diagnose, engineEnv, execCli, firstErrorLine, parseInspectLines, parseMemory } from "./_oci_exec.ts";
-import { type SeccompChoice, seccompProfilePath } from "./seccomp.ts";
+import { type SeccompChoice, type SeccompProfileError, seccompProfilePath } from "./seccomp.ts";
 
 /** The engines this base knows how to drive. */
 export type OciEngine = "podman" | "docker" | "nerdctl";
@@ -375,7 +375,9 @@ export function ociRuntime(
     try {
       seccomp = await seccompPath();
     } catch (error) {
-      detection.problems.push({ message: (error as Error).message });
+      detection.problems.push(
+        (error as SeccompProfileError).problem ?? { message: (error as Error).message },
+      );
       return detection;
     }
     // Only a real container shows runtime, cgroup, ulimit and seccomp failures; it takes a fraction of a

@@ -11,6 +11,7 @@ import { chmod, lstat, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "n
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import process from "node:process";
+import type { Problem } from "../../core/contracts/runtime.ts";
 import profile from "./seccomp.json" with { type: "json" };
 
 /** Which profile sandboxes get: "codemode" (the built-in one), "engine" (the engine's default) or a path. */
@@ -77,16 +78,26 @@ async function profileDir(base: string): Promise<string> {
   return fresh;
 }
 
+/** A custom profile that cannot be used, with the problem doctor and `detect()` report. */
+export class SeccompProfileError extends Error {
+  constructor(readonly problem: Problem) {
+    super(`${problem.message}: ${problem.fix}`);
+    this.name = "SeccompProfileError";
+  }
+}
+
 async function checkedCustom(path: string): Promise<string> {
   const absolute = resolve(path); // engine CLIs run with cwd "/"
   try {
     JSON.parse(await readFile(absolute, "utf8"));
   } catch (error) {
     const reason = error instanceof SyntaxError ? "not JSON" : (error as NodeJS.ErrnoException).code ?? error;
-    throw new Error(
-      `Cannot use the seccomp profile "${absolute}" (${reason}): set CODEMODE_SECCOMP to a readable JSON ` +
-        `profile, "engine" for the engine's default, or unset it for codemode's`,
-    );
+    throw new SeccompProfileError({
+      message: `Cannot use the seccomp profile "${absolute}" (${reason})`,
+      fix:
+        `Set CODEMODE_SECCOMP to a readable JSON profile, "engine" for the engine's default, or unset it ` +
+        `for codemode's`,
+    });
   }
   return absolute;
 }

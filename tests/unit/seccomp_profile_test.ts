@@ -6,6 +6,7 @@ import process from "node:process";
 import {
   DENIED_SYSCALLS,
   SECCOMP_PROFILE,
+  SeccompProfileError,
   seccompProfilePath,
   type SeccompRule,
 } from "../../plugins/runtime/seccomp.ts";
@@ -187,10 +188,15 @@ Deno.test(
     } finally {
       process.chdir(cwd);
     }
-    await assert.rejects(
-      seccompProfilePath(join(dir, "missing.json"), dir),
-      /Cannot use the seccomp profile ".*missing\.json" \(ENOENT\): set CODEMODE_SECCOMP/,
-    );
+    const missing = await seccompProfilePath(join(dir, "missing.json"), dir).catch((error) => error);
+    assert.ok(missing instanceof SeccompProfileError);
+    assert.deepEqual(missing.problem, {
+      message: `Cannot use the seccomp profile "${join(dir, "missing.json")}" (ENOENT)`,
+      fix:
+        `Set CODEMODE_SECCOMP to a readable JSON profile, "engine" for the engine's default, or unset it ` +
+        `for codemode's`,
+    });
+    assert.match(missing.message, /\(ENOENT\): Set CODEMODE_SECCOMP/);
     writeFileSync(join(dir, "bad.json"), "{nope");
     await assert.rejects(seccompProfilePath(join(dir, "bad.json"), dir), /\(not JSON\)/);
   }),

@@ -3,11 +3,14 @@
  * MCP config holds server-everything and server-memory from node_modules.
  * @module
  */
+import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import type { RuntimePlugin } from "../../core/contracts/runtime.ts";
+import { LABELS } from "../../core/session_manager.ts";
 
 /** Repository root. */
 export const ROOT = resolve(new URL("../..", import.meta.url).pathname);
@@ -85,4 +88,61 @@ export async function serve(env: Record<string, string> = {}, home = fakeHome())
     },
     close: () => client.close(),
   };
+}
+
+/** One run_python answer, with how long it took to arrive. */
+export interface Answer {
+  text: string;
+  isError: boolean;
+  structured: Record<string, unknown>;
+  ms: number;
+}
+
+/**
+ * Calls run_python and fails unless a result (not a transport or protocol error) arrives within
+ * `boundMs`: the SDK's own request timeout is raised to the bound so it cannot fire first.
+ */
+export async function runWithin(s: Served, code: string, timeout: number, boundMs: number): Promise<Answer> {
+  const started = Date.now();
+  const r = await s.client.callTool(
+    { name: "run_python", arguments: { code, timeout } },
+    { timeout: boundMs, maxTotalTimeout: boundMs },
+  );
+  return {
+    text: (r.content as { text: string }[])[0]?.text ?? "",
+    isError: Boolean(r.isError),
+    structured: (r.structuredContent ?? {}) as Record<string, unknown>,
+    ms: Date.now() - started,
+  };
+}
+
+/** Fails unless the server still runs code: `print(1)` answers, or says the session was lost and the
+ * call after it answers. */
+export async function assertStillServing(s: Served, boundMs = 90_000): Promise<void> {
+  let r = await runWithin(s, "print(1)", 20, boundMs);
+  if (r.structured.session_lost === true) r = await runWithin(s, "print(1)", 20, boundMs);
+  assert.equal(r.structured.stdout, "1\n", `the server must answer the next call: ${r.text.slice(0, 500)}`);
+}
+
+/** Names of the sandboxes labelled as owned by process `pid` (a serve) that still exist. */
+export async function sandboxesOf(runtime: RuntimePlugin, pid: number | null | undefined): Promise<string[]> {
+  assert.ok(pid, "the serve process has no pid");
+  return (await runtime.listManaged())
+    .filter((m) => m.labels[LABELS.owner] === String(pid))
+    .map((m) => m.name);
+}
+
+/** Fails when a sandbox of process `pid` is still there once `graceMs` have passed. */
+export async function assertNoSandboxOf(
+  runtime: RuntimePlugin,
+  pid: number | null | undefined,
+  graceMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  let left = await sandboxesOf(runtime, pid);
+  while (left.length && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 250));
+    left = await sandboxesOf(runtime, pid);
+  }
+  assert.deepEqual(left, [], `containers of serve ${pid} left behind`);
 }

@@ -9,7 +9,8 @@ import type { RunResult } from "./contracts/output.ts";
 import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, SandboxFrame } from "./protocol.ts";
 import { readFrames } from "./frame_reader.ts";
 import { pythonErrorType, type RpcHandler } from "./rpc.ts";
-import { OutputBuffer, truncationNote } from "./output_buffer.ts";
+import { OutputBuffer } from "./output_buffer.ts";
+import { type DoneFrame, runResult } from "./run_result.ts";
 import { currentLogScope, log, type LogScope, withLogScope } from "./log.ts";
 import { stats } from "./stats.ts";
 
@@ -27,8 +28,6 @@ export interface SandboxSessionOptions {
   /** How long after its timeout a run may take to stop before the sandbox is killed. */
   graceMs?: number;
 }
-
-type DoneFrame = Extract<SandboxFrame, { type: "done" }>;
 
 /** Receives a run's output as the sandbox produces it (before the per-run cap applies). */
 export type OutputListener = (stream: "stdout" | "stderr", text: string) => void;
@@ -59,8 +58,6 @@ interface ActiveRun {
 }
 
 const encoder = new TextEncoder();
-const CANCELLED =
-  "Cancelled by the client: execution was interrupted; globals assigned before that point are kept";
 const CANCELLED_BEFORE_START = "Cancelled by the client before the run started";
 
 /** A persistent sandbox running the codemode Python runtime. */
@@ -208,56 +205,24 @@ export class SandboxSession {
       };
       signal?.addEventListener("abort", onAbort, { once: true });
     });
+    const record = () => ({ ...run, duration: (performance.now() - started) / 1000, timeoutSeconds });
     try {
       await this.#send({ type: "execute", id, code, timeout: timeoutSeconds });
       const outcome = await Promise.race([done, deadline, cancelled, this.#exitReason()]);
-      const duration = (performance.now() - started) / 1000;
-      const base = { stdout: run.stdout.text(), stderr: run.stderr.text(), duration };
-      const notes = [...run.stdout.notes("stdout"), ...run.stderr.notes("stderr")];
       if (outcome === "deadline" || outcome === "cancelled") {
+        const result = runResult({ stopped: outcome }, record());
         await this.kill(outcome === "deadline" ? "timeout" : "cancelled");
-        return {
-          ...base,
-          status: outcome === "deadline" ? "timeout" : "cancelled",
-          error: outcome === "deadline"
-            ? `Timed out after ${timeoutSeconds}s and did not stop when interrupted; the sandbox was killed`
-            : "Cancelled by the client; the run did not stop when interrupted, so the sandbox was killed",
-          notes,
-          sessionLost: true,
-        };
+        return result;
       }
       if (typeof outcome === "string") {
+        const result = runResult({ exited: outcome }, record());
         await this.kill("crashed");
-        return {
-          ...base,
-          status: "error",
-          error: `The sandbox ended during the run (${outcome})`,
-          notes,
-          sessionLost: true,
-        };
+        return result;
       }
-      for (const stream of ["stdout", "stderr"] as const) {
-        const dropped = outcome.dropped?.[stream] ?? 0;
-        if (dropped > 0 && !run[stream].truncated) notes.push(truncationNote(stream, dropped, maxOutput));
-      }
-      const stopped = run.cancelled && outcome.status !== "ok";
-      return {
-        ...base,
-        status: stopped ? "cancelled" : outcome.status,
-        ...(outcome.value !== undefined ? { value: outcome.value } : {}),
-        ...(stopped ? { error: CANCELLED } : outcome.error ? { error: outcome.error } : {}),
-        notes,
-      };
+      return runResult(outcome, record());
     } catch (error) {
       await this.kill("channel-failure");
-      return {
-        status: "error",
-        stdout: run.stdout.text(),
-        stderr: run.stderr.text(),
-        error: `The sandbox channel failed: ${(error as Error).message}`,
-        duration: (performance.now() - started) / 1000,
-        sessionLost: true,
-      };
+      return runResult({ channelFailed: (error as Error).message }, record());
     } finally {
       clearTimeout(timer);
       clearTimeout(cancelTimer);
@@ -282,6 +247,7 @@ export class SandboxSession {
     this.#exitCounted = true;
     stats.sandboxExited(reason);
   }
+
   async #send(frame: HostFrame): Promise<void> {
     if (!this.#writer) throw new Error("Sandbox is not started");
     await this.#writer.write(encoder.encode(JSON.stringify(frame) + "\n"));

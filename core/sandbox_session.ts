@@ -199,7 +199,10 @@ export class SandboxSession {
       onAbort = () => {
         run.cancelled = true;
         run.controller.abort(signal?.reason);
-        log.info("cancelling the run", { sandbox: this.name });
+        // The abort comes from the transport's context: log in the run's, so the line names its request.
+        const note = () => log.info("cancelling the run", { sandbox: this.name });
+        if (scope) withLogScope(scope, note);
+        else note();
         this.#send({ type: "interrupt", id }).catch(() => {});
         cancelTimer = setTimeout(() => resolve("cancelled"), graceMs);
       };

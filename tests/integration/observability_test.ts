@@ -162,7 +162,9 @@ test("cancelling a run interrupts while True: pass, and the session's next call 
   assert.equal(snapshot.runs.cancelled, 1);
   assert.equal(snapshot.sandboxes.launches, 1, "no new sandbox was needed");
   const cancelled = logs.find((l) => l.msg === "run_python finished" && l.status === "cancelled");
-  assert.ok(cancelled, "the cancelled run is logged as such");
+  assert.ok(cancelled?.requestId, "the cancelled run is logged as such");
+  const cancelling = logs.find((l) => l.msg === "cancelling the run");
+  assert.equal(cancelling?.requestId, cancelled.requestId, "the cancel is logged under the run's request id");
 });
 
 test("after logging/setLevel, the run's log lines arrive as logging notifications", async (s) => {

@@ -201,7 +201,6 @@ export function ociRuntime(
   const cli = options.command;
   const image = options.image ?? DEFAULT_IMAGE;
   let facts: Promise<EngineFacts> | undefined;
-  let profile: Promise<string | undefined> | undefined;
 
   const run = (args: string[], timeoutMs = 30_000, proxies = false) =>
     execCli([...cli, ...args], { timeoutMs, proxies });
@@ -228,13 +227,8 @@ export function ociRuntime(
     })();
   }
 
-  /** The seccomp profile's path, written once per plugin; a failure is retried at the next start. */
-  function seccompPath(): Promise<string | undefined> {
-    return profile ??= seccompProfilePath(options.seccomp).catch((error) => {
-      profile = undefined;
-      throw error;
-    });
-  }
+  // Checked at every start (a read of a small file): a temp cleaner may have removed it since the last one.
+  const seccompPath = () => seccompProfilePath(options.seccomp);
 
   async function remove(name: string): Promise<void> {
     // podman's rm -f waits 10 s for SIGTERM first, which hostile code ignores.

@@ -63,18 +63,27 @@ export async function seccompProfilePath(choice: SeccompChoice = "codemode", bas
   return path;
 }
 
-/** `<base>/codemode-<uid>`, or a fresh private directory when that name is taken by someone else. */
+// Where the profile went when `<base>/codemode-<uid>` was taken, so each start does not make another.
+const fallbackDirs = new Map<string, string>();
+
+/** `<base>/codemode-<uid>`, or a fresh directory of ours when that name is taken by someone else. */
 async function profileDir(base: string): Promise<string> {
   const uid = process.getuid?.() ?? 0;
   const dir = join(base, `codemode-${uid}`);
   await mkdir(dir, { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "EEXIST") throw error;
   });
-  const info = await lstat(dir);
   // In a shared /tmp another user could have created the name first, to hand us a weaker profile.
-  if (info.isDirectory() && info.uid === uid && (info.mode & 0o022) === 0) return dir;
+  const ours = async (path: string) => {
+    const info = await lstat(path).catch(() => undefined);
+    return Boolean(info?.isDirectory() && info.uid === uid && (info.mode & 0o022) === 0);
+  };
+  if (await ours(dir)) return dir;
+  const known = fallbackDirs.get(base);
+  if (known && await ours(known)) return known;
   const fresh = await mkdtemp(join(base, "codemode-seccomp-"));
   await chmod(fresh, 0o755);
+  fallbackDirs.set(base, fresh);
   return fresh;
 }
 

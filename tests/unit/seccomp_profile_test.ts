@@ -156,6 +156,8 @@ Deno.test(
       relative(dir, path),
       new RegExp(`^codemode-${process.getuid?.() ?? 0}/seccomp-[0-9a-f]{16}\\.json$`),
     );
+    rmSync(path); // a temp cleaner removed it
+    assert.equal(await seccompProfilePath("codemode", dir), path);
     writeFileSync(path, "{}"); // a damaged copy is rewritten
     assert.equal(await seccompProfilePath("codemode", dir), path);
     assert.equal(readFileSync(path, "utf8"), SECCOMP_PROFILE);
@@ -171,6 +173,7 @@ Deno.test(
     const path = await seccompProfilePath("codemode", dir);
     assert.ok(path && !path.startsWith(taken + "/"), path);
     assert.equal(readFileSync(path, "utf8"), SECCOMP_PROFILE);
+    assert.equal(await seccompProfilePath("codemode", dir), path, "the fallback directory is reused");
   }),
 );
 

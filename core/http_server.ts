@@ -196,8 +196,8 @@ export class McpHttpServer {
     if (!session) return;
     this.#sessions.delete(id);
     if (session.idle) clearTimeout(session.idle);
-    log.info("HTTP session ended", { session: id, why, sessions: this.#sessions.size });
     await Promise.allSettled([session.server.close(), this.#options.close(id)]);
+    log.info("HTTP session ended", { session: id, why, sessions: this.#sessions.size });
   }
 }
 

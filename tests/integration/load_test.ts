@@ -25,7 +25,7 @@ if (!usable) console.warn(`IGNORED load suite: podman or image ${TEST_IMAGE} mis
 function program(client: number, run: number): string {
   const snoop = run === 0 || run === RUNS - 1
     // First and last run also go looking for secrets where sandbox code could find them.
-    ? `import os\nseen = str(dict(os.environ)) + open("/proc/self/environ", "rb").read().decode(errors="replace")\n`
+    ? `import os\nseen = str(dict(os.environ)) + open("/proc/self/environ", "rb").read().decode("latin-1")\n`
     : `seen = ""\n`;
   return `${snoop}calls = calls + 1 if "calls" in globals() else 1
 echo, total = await asyncio.gather(

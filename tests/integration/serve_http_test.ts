@@ -171,7 +171,7 @@ test("bad requests get a clear 4xx", async () => {
     ["wrong path", { path: "/other", body: initialize }, 404, /MCP is served at \/mcp/],
     ["PUT", { method: "PUT", body: initialize }, 405, /Method "PUT" not allowed/],
     ["not JSON", { body: "{nope" }, 400, /not JSON/],
-    // Declared length only: the server answers before reading, so the client never writes into a closed socket.
+    // Declared length only: the server answers before reading, so the client never writes to a closed socket.
     ["body over 4 MiB", { headers: { "content-length": String(5 * 1024 * 1024) }, body: "{}" }, 413, /limit/],
     [
       "no session, not initialize",
@@ -188,7 +188,7 @@ test("bad requests get a clear 4xx", async () => {
   }
 });
 
-test("with a token set, requests without it or with a wrong one get 401; the token itself stays hidden", async () => {
+test("with a token set, a missing or wrong one gets 401; sandbox code never sees it", async () => {
   const { url } = await tokenServer();
   const missing = await raw(url, { body: initialize });
   assert.equal(missing.status, 401);
@@ -245,7 +245,7 @@ test("a non-loopback --host without a token, and --port without --http, are usag
   assert.match(port.stderr, /--port applies only with --http/);
 });
 
-test("SIGTERM with live sessions stops every sandbox, leaves no container and nothing on stdout", async () => {
+test("SIGTERM with live sessions leaves no container and nothing on stdout", async () => {
   const served = await server();
   const clients = await Promise.all([connectHttp(served.url), connectHttp(served.url)]);
   await Promise.all(clients.map((c) => c.run("y = 2")));

@@ -34,7 +34,7 @@ Deno.test("a foreign, opaque or malformed Origin is refused; a loopback Origin p
   }
 });
 
-Deno.test("with a token, only the exact bearer token passes, and the refusal says how to authenticate", () => {
+Deno.test("with a token, only the exact bearer token passes, and a refusal says how to authenticate", () => {
   const options = { ...local, token: "s3cret" };
   const host = "localhost:8765";
   assert.equal(guardRequest({ host, authorization: "Bearer s3cret" }, options), undefined);

@@ -111,6 +111,16 @@ export const FAILURES: readonly { pattern: RegExp; problem: (name: string, text:
     }),
   },
   {
+    pattern: /opening seccomp profile failed[^\n]*no such file/i,
+    problem: () => ({
+      message: "The engine cannot read codemode's seccomp profile: a remote engine (podman machine) sees " +
+        "another filesystem",
+      fix:
+        "Set CODEMODE_SECCOMP to a copy of plugins/runtime/seccomp.json at a path the engine shares (under " +
+        "your home with podman machine), or to engine for the engine's default profile",
+    }),
+  },
+  {
     pattern: /create failed:[^\n]*seccomp|seccomp profile[^\n]*(failed|invalid)/i,
     problem: (_name, text) => ({
       message: `The engine rejected the seccomp profile: "${

@@ -55,4 +55,10 @@ Deno.test("a seccomp profile that cannot be read or that the engine rejects is e
     /^The engine rejected the seccomp profile: ".*not a valid action for seccomp"$/,
   );
   assert.match(rejected.fix ?? "", /CODEMODE_SECCOMP/);
+  const remote = explainFailure(
+    "podman",
+    "Error: opening seccomp profile failed: open /tmp/codemode-501/seccomp-0b45.json: no such file or directory",
+  );
+  assert.match(remote.message, /remote engine/);
+  assert.match(remote.fix ?? "", /CODEMODE_SECCOMP/);
 });

@@ -210,10 +210,12 @@ for root, dirs, files in os.walk("/"):
     if root == "/":
         dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
     names += [os.path.join(root, n) for n in dirs + files if "codemode-adv" in n or n == "host-marker.txt"]
-report(visible=visible, names=names, in_mountinfo=mdir in open("/proc/self/mountinfo").read())`,
+report(visible=visible, names=names, in_mountinfo=mdir in open("/proc/self/mountinfo").read(),
+       host_paths=[p for p in (FIX["repoRoot"], mdir, "/root/.ssh", "/work") if os.path.exists(p)])`,
     check(answer) {
       const f = facts(answer);
       assert.deepEqual(f.visible, []);
+      assert.deepEqual(f.host_paths, []);
       assert.deepEqual(f.names, []);
       assert.equal(f.in_mountinfo, false);
     },
@@ -318,6 +320,10 @@ report(writable=writable, results=results)`,
       const f = facts(answer);
       assert.ok((f.writable as string[]).includes("/tmp") && (f.writable as string[]).includes("/workspace"));
       noneAllowed(f.results, "executions from writable places");
+      const direct = Object.entries(f.results as Record<string, string>).filter(([k]) =>
+        !k.startsWith("loader")
+      );
+      assert.deepEqual(direct.filter(([, v]) => v !== "EACCES"), [], "noexec must refuse with EACCES");
     },
   },
   {

@@ -5,8 +5,10 @@
  */
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
+  BINARY,
   catalogIndexed,
   fakeHome,
   IMAGE,
@@ -14,6 +16,7 @@ import {
   removeHome,
   removeLeftovers,
   ROOT,
+  type Row,
   row,
   type SectionResult,
   startServe,
@@ -121,6 +124,85 @@ function manyServers(home: string): Record<string, unknown> {
   return servers;
 }
 
+/** The serve builds measured for proxy overhead: from source, and the shipped binary when it is built. */
+function serveTargets(): { label: string; command?: string[] }[] {
+  const targets: { label: string; command?: string[] }[] = [{ label: "from source (Deno)" }];
+  if (existsSync(BINARY)) targets.push({ label: "compiled binary", command: [BINARY] });
+  return targets;
+}
+
+/** Sequential echo and host-only calls from one serve, in blocks alternating with the direct client. */
+async function sequentialTimes(
+  home: string,
+  direct: Client,
+  command: string[] | undefined,
+  parallel: boolean,
+): Promise<{ proxied: number[]; straight: number[]; rpcOnly: number[]; times?: ParallelTimes }> {
+  const served = await startServe({ home, env: { CODEMODE_RUNTIME: "podman" }, command });
+  // Blocks of proxied and direct calls alternate, so a change in machine load hits both sides alike.
+  const proxied: number[] = [];
+  const straight: number[] = [];
+  const rpcOnly: number[] = [];
+  try {
+    await served.runtimeSelected();
+    await catalogIndexed(home, 3);
+    await served.run(WARM_UP);
+    for (let round = 0; round < counts.rounds; round++) {
+      const [echo, hostOnly] = JSON.parse((await served.run(ECHO_BLOCK)).text) as number[];
+      proxied.push(echo);
+      rpcOnly.push(hostOnly);
+      straight.push(await directEchoMs(direct, block));
+    }
+    if (!parallel) return { proxied, straight, rpcOnly };
+    const { text } = await served.run(PARALLEL);
+    return {
+      proxied,
+      straight,
+      rpcOnly,
+      times: JSON.parse(text.trim().split("\n").at(-1)!) as ParallelTimes,
+    };
+  } finally {
+    await served.close();
+  }
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+/** The proxy-overhead rows of one serve build. */
+function sequentialRows(
+  label: string,
+  { proxied, straight, rpcOnly }: { proxied: number[]; straight: number[]; rpcOnly: number[] },
+): Row[] {
+  return [
+    row({
+      section: "proxy",
+      metric: `${counts.sequential} sequential echo calls from sandbox code, serve ${label}`,
+      value: sum(proxied),
+      unit: "ms",
+      baseline: {
+        label: `${counts.sequential} echo calls, SDK client → server-everything`,
+        value: sum(straight),
+      },
+      goal: { on: "ratio", op: "≤", limit: 1.5 },
+      note: `per call ${(sum(proxied) / counts.sequential).toFixed(3)} ms vs ${
+        (sum(straight) / counts.sequential).toFixed(3)
+      } ms; ${counts.rounds} alternating blocks of ${block}, per-block ratios ${
+        proxied.map((p, i) => (p / straight[i]).toFixed(2)).join(", ")
+      }`,
+    }),
+    row({
+      section: "proxy",
+      metric: `${counts.sequential} sequential runtime.list_servers() from sandbox code, serve ${label}`,
+      value: sum(rpcOnly),
+      unit: "ms",
+      baseline: { label: "the echo calls from sandbox code above", value: sum(proxied) },
+      note: `per call ${
+        (sum(rpcOnly) / counts.sequential).toFixed(3)
+      } ms: the sandbox↔host hop alone, no upstream`,
+    }),
+  ];
+}
+
 /** Runs the proxy section. */
 export async function benchProxy(): Promise<SectionResult> {
   const result: SectionResult = { name: "proxy", rows: [], notes: [] };
@@ -130,57 +212,20 @@ export async function benchProxy(): Promise<SectionResult> {
   }
   const home = fakeHome();
   try {
-    const served = await startServe({ home, env: { CODEMODE_RUNTIME: "podman" } });
     const direct = await directClient();
-    // Blocks of proxied and direct calls alternate, so a change in machine load hits both sides alike.
-    const proxied: number[] = [];
-    const straight: number[] = [];
-    const rpcOnly: number[] = [];
-    let times: ParallelTimes;
+    let times: ParallelTimes | undefined;
     try {
-      await served.runtimeSelected();
-      await catalogIndexed(home, 3);
-      await served.run(WARM_UP);
-      for (let round = 0; round < counts.rounds; round++) {
-        const [echo, hostOnly] = JSON.parse((await served.run(ECHO_BLOCK)).text) as number[];
-        proxied.push(echo);
-        rpcOnly.push(hostOnly);
-        straight.push(await directEchoMs(direct, block));
+      for (const [i, target] of serveTargets().entries()) {
+        const measured = await sequentialTimes(home, direct, target.command, i === 0);
+        times ??= measured.times;
+        result.rows.push(...sequentialRows(target.label, measured));
       }
-      const { text } = await served.run(PARALLEL);
-      times = JSON.parse(text.trim().split("\n").at(-1)!) as ParallelTimes;
     } finally {
-      await Promise.allSettled([served.close(), direct.close()]);
+      await direct.close();
     }
-    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    if (!times) throw new Error("The parallel block did not run");
     const n = counts.parallel;
     result.rows.push(
-      row({
-        section: "proxy",
-        metric: `${counts.sequential} sequential echo calls from sandbox code`,
-        value: sum(proxied),
-        unit: "ms",
-        baseline: {
-          label: `${counts.sequential} echo calls, SDK client → server-everything`,
-          value: sum(straight),
-        },
-        goal: { on: "ratio", op: "≤", limit: 1.5 },
-        note: `per call ${(sum(proxied) / counts.sequential).toFixed(3)} ms vs ${
-          (sum(straight) / counts.sequential).toFixed(3)
-        } ms; ${counts.rounds} alternating blocks of ${block}, per-block ratios ${
-          proxied.map((p, i) => (p / straight[i]).toFixed(2)).join(", ")
-        }`,
-      }),
-      row({
-        section: "proxy",
-        metric: `${counts.sequential} sequential runtime.list_servers() from sandbox code`,
-        value: sum(rpcOnly),
-        unit: "ms",
-        baseline: { label: "the echo calls from sandbox code above", value: sum(proxied) },
-        note: `per call ${
-          (sum(rpcOnly) / counts.sequential).toFixed(3)
-        } ms: the sandbox↔host hop alone, no upstream`,
-      }),
       row({
         section: "proxy",
         metric: `${n} × trigger-long-running-operation (${counts.latencySeconds} s) under asyncio.gather`,

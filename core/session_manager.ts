@@ -171,7 +171,8 @@ export class SessionManager {
         );
     }
     try {
-      const timeout = Math.max(0.05, options.timeout - waited);
+      // Only a real wait is charged: a free slot's microseconds would show up as "timed out after 0.99999s".
+      const timeout = queued ? Math.max(0.05, options.timeout - waited) : options.timeout;
       const result = await session.execute(code, { ...options, timeout });
       if (!queued) return result;
       const note = `waited ${waited.toFixed(1)}s for a run slot (${cap}); that counted against the timeout`;

@@ -10,11 +10,14 @@ import { defaultDiscoveryContext, discoverServers, type Discovery } from "../cor
 import { defaultDiscoveryPlugins } from "../plugins/discovery/mod.ts";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
 import type { UpstreamPool } from "../core/upstream_pool.ts";
+import { type Policy, policyOf } from "../core/policy.ts";
 
 /** Settings, discovered servers and a lazy tool lister. */
 export interface CliConfig {
   settings: Settings;
   discovery: Discovery;
+  /** What the policy lets sandbox code reach; the CLI shows and starts no more than that. */
+  policy: Policy;
   lister: (spec: ServerSpec) => Promise<Tool[]>;
   close(): Promise<void>;
 }
@@ -26,14 +29,17 @@ export async function cliConfig(): Promise<CliConfig> {
   const discovery = await discoverServers(defaultDiscoveryContext(), defaultDiscoveryPlugins(), {
     allowSelf: settings.allowSelf,
   });
+  const policy = policyOf(settings);
   let pool: Promise<UpstreamPool> | undefined;
+  // A refused server is never started, not even to index its tools.
   const getPool = () =>
     pool ??= import("../core/upstream_pool.ts").then(({ UpstreamPool }) =>
-      new UpstreamPool(discovery.servers)
+      new UpstreamPool(discovery.servers.filter((s) => policy.allowsServer(s.name).ok))
     );
   return {
     settings,
     discovery,
+    policy,
     lister: async (spec) => (await getPool()).listTools(spec.name),
     close: async () => {
       if (pool) await (await pool).close();

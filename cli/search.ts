@@ -7,6 +7,7 @@
 import type { Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
 import { type CatalogProgress, ToolCatalog } from "../core/tool_catalog.ts";
+import { Policy } from "../core/policy.ts";
 import pc from "picocolors";
 
 /** What the catalog commands need from the CLI wiring. */
@@ -17,6 +18,8 @@ export interface CatalogDeps {
   stateDir: string;
   /** Lists a server's tools, starting it if need be. */
   lister: (spec: ServerSpec) => Promise<Tool[]>;
+  /** Servers and tools it refuses are neither started nor shown (default: everything allowed). */
+  policy?: Policy;
   /** Where results go, in newline-terminated chunks (default: process stdout). */
   stdout?: (s: string) => void;
   /** Where warnings go, in newline-terminated chunks (default: process stderr). */
@@ -49,7 +52,16 @@ export async function runSearch(
     io.err(`Empty query: give words to search for, e.g. codemode search "read file"`);
     return 2;
   }
-  const specs = opts.server === undefined ? deps.specs : deps.specs.filter((s) => s.name === opts.server);
+  const policy = deps.policy ?? new Policy();
+  if (opts.server !== undefined) {
+    const refused = policy.allowsServer(opts.server);
+    if (!refused.ok) {
+      io.err(refused.reason);
+      return 1;
+    }
+  }
+  const allowed = deps.specs.filter((s) => policy.allowsServer(s.name).ok);
+  const specs = opts.server === undefined ? allowed : allowed.filter((s) => s.name === opts.server);
   if (opts.server !== undefined && !specs.length) {
     io.err(`Unknown server "${opts.server}": run codemode servers to see the configured ones`);
     return 1;
@@ -60,7 +72,9 @@ export async function runSearch(
   for (const s of failed) io.err(`Could not list the tools of "${s.server}": ${s.error}`);
   if (specs.length && failed.length === specs.length) return 1;
 
-  const hits = catalog.search(query, { limit: opts.limit, server: opts.server });
+  const hits = policy.open
+    ? catalog.search(query, { limit: opts.limit, server: opts.server })
+    : allowedHits(catalog, policy, query, opts);
   if (opts.json) {
     io.out(JSON.stringify(hits, null, 2));
     return 0;
@@ -153,4 +167,14 @@ export function firstSentence(text: string, max: number): string {
   const end = flat.search(/[.!?](\s|$)/);
   const sentence = end >= 0 ? flat.slice(0, end + 1) : flat;
   return sentence.length > max ? sentence.slice(0, max - 1) + "…" : sentence;
+}
+
+/** Search hits the policy allows: more are asked for, so refused tools don't leave the list short. */
+function allowedHits(catalog: ToolCatalog, policy: Policy, query: string, opts: SearchCommandOptions) {
+  const annotations = new Map(catalog.docs().map((d) => [`${d.server}\0${d.tool}`, d.annotations]));
+  return catalog.search(query, { limit: Math.max(100, opts.limit), server: opts.server })
+    .filter((hit) =>
+      policy.allowsTool(hit.server, hit.tool, annotations.get(`${hit.server}\0${hit.tool}`)).ok
+    )
+    .slice(0, opts.limit);
 }

@@ -16,7 +16,12 @@ export async function search(
     return await runSearch(
       query.join(" "),
       { limit: Number(opts.limit ?? 10), server: opts.server, json: Boolean(opts.json) },
-      { specs: config.discovery.servers, stateDir: config.settings.stateDir, lister: config.lister },
+      {
+        specs: config.discovery.servers,
+        stateDir: config.settings.stateDir,
+        lister: config.lister,
+        policy: config.policy,
+      },
     );
   } finally {
     await config.close();
@@ -31,6 +36,7 @@ export async function tools(server: string, opts: { json?: boolean }): Promise<n
       specs: config.discovery.servers,
       stateDir: config.settings.stateDir,
       lister: config.lister,
+      policy: config.policy,
     });
   } finally {
     await config.close();

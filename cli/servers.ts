@@ -19,11 +19,16 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
   const cached = new Map(
     catalog.status().filter((s) => s.state === "cached").map((s) => [s.server, s.tools]),
   );
+  const refusal = (name: string) => {
+    const verdict = config.policy.allowsServer(name);
+    return verdict.ok ? undefined : verdict.reason;
+  };
   const rows = discovery.servers.map((s) => ({
     name: s.name,
     transport: s.transport,
     source: { plugin: s.source.plugin, file: s.source.file, key: s.source.key, scope: s.source.scope },
-    state: cached.has(s.name) ? "indexed" : "configured",
+    state: refusal(s.name) ? "refused" : cached.has(s.name) ? "indexed" : "configured",
+    ...(refusal(s.name) ? { refused: refusal(s.name) } : {}),
     tools: cached.get(s.name),
     shadowed: (s.shadowed ?? []).map((p) => p.file),
   }));
@@ -44,10 +49,10 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
       ["", "server", "transport", "state", "source"],
       [
         ...rows.map((r) => [
-          mark("ok", c),
+          mark(r.refused ? "warn" : "ok", c),
           r.name,
           r.transport,
-          r.tools === undefined ? r.state : `${r.tools} tools`,
+          r.refused ? "refused by policy" : r.tools === undefined ? r.state : `${r.tools} tools`,
           `${r.source.plugin}: ${r.source.file}`,
         ]),
         ...discovery.skipped.map((

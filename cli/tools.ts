@@ -4,6 +4,7 @@
  * @module
  */
 import { pythonAlias } from "../core/protocol.ts";
+import { Policy } from "../core/policy.ts";
 import { type CatalogDeps, firstSentence, indexedCatalog, terminal } from "./search.ts";
 
 /** Options of {@link runTools}. */
@@ -18,6 +19,12 @@ export async function runTools(
   deps: CatalogDeps,
 ): Promise<number> {
   const io = terminal(deps);
+  const policy = deps.policy ?? new Policy();
+  const refused = policy.allowsServer(server);
+  if (!refused.ok) {
+    io.err(refused.reason);
+    return 1;
+  }
   const specs = deps.specs.filter((s) => s.name === server);
   if (!specs.length) {
     io.err(`Unknown server "${server}": run codemode servers to see the configured ones`);
@@ -29,7 +36,7 @@ export async function runTools(
     io.err(`Could not list the tools of "${server}": ${status.error}`);
     if (!status.tools) return 1;
   }
-  const tools = catalog.full(server);
+  const tools = catalog.full(server).filter((t) => policy.allowsTool(server, t.tool, t.annotations).ok);
   if (opts.json) {
     io.out(JSON.stringify(tools, null, 2));
     return 0;

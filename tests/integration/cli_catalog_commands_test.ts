@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { fakeHome, ROOT } from "./_serve.ts";
@@ -101,4 +101,33 @@ Deno.test("tools --json shows a server's tools with schemas and Python signature
   const unknown = await codemode(dir, "tools", "nope");
   assert.equal(unknown.code, 1);
   assert.match(unknown.stderr, /Unknown server "nope"/);
+});
+
+Deno.test("search, tools and servers follow the policy: a refused server is never started and refused tools are not shown", async () => {
+  const marker = join(Deno.makeTempDirSync(), "spy-started");
+  const everything = join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+  const dir = fakeHome({
+    spy: { command: "sh", args: ["-c", `touch '${marker}'; exec node '${everything}' stdio`] },
+  });
+  writeFileSync(join(dir, "codemode.yaml"), "denyServers: [spy]\ndenyTools: ['everything/get-env']\n");
+
+  const search = await codemode(dir, "search", "environment variables echo", "--json", "--limit", "50");
+  assert.equal(search.code, 0, search.stderr);
+  const hits = JSON.parse(search.stdout) as { server: string; tool: string }[];
+  assert.ok(hits.some((h) => h.server === "everything" && h.tool === "echo"));
+  assert.ok(!hits.some((h) => h.server === "spy"), "a refused server is not searched");
+  assert.ok(!hits.some((h) => h.tool === "get-env"), "a refused tool is not shown");
+  assert.ok(!existsSync(marker), "the refused server was never started");
+
+  const tools = await codemode(dir, "tools", "spy", "--json");
+  assert.equal(tools.code, 1);
+  assert.match(tools.stderr, /"spy" is denied by policy/);
+  const everythingTools = await codemode(dir, "tools", "everything", "--json");
+  assert.ok(!JSON.parse(everythingTools.stdout).some((t: { tool: string }) => t.tool === "get-env"));
+
+  const servers = JSON.parse((await codemode(dir, "servers", "--json")).stdout);
+  const spy = servers.servers.find((s: { name: string }) => s.name === "spy");
+  assert.equal(spy.state, "refused");
+  assert.match(spy.refused, /denyServers/);
+  assert.ok(!existsSync(marker), "listing servers started nothing either");
 });

@@ -143,10 +143,13 @@ export class Codemode {
     });
   }
 
-  /** Starts the named servers; returns the names that are not configured. */
+  /** Starts the named servers; returns why each name that cannot be started can't (unknown, refused). */
   async preload(names: string[]): Promise<string[]> {
     const known = new Map(this.servers.flatMap((s) => [[s.name, s.name], [pythonAlias(s.name), s.name]]));
-    const unknown = names.filter((n) => !known.has(n));
+    const problems = names.filter((n) => !known.has(n)).map((n) => {
+      const verdict = this.policy.allowsServer(n);
+      return verdict.ok ? `Unknown server "${n}"` : verdict.reason;
+    });
     await Promise.all(
       names.filter((n) => known.has(n)).map((n) =>
         this.pool.listTools(known.get(n)!).catch((e) =>
@@ -154,7 +157,7 @@ export class Codemode {
         )
       ),
     );
-    return unknown;
+    return problems;
   }
 
   /** Stops sandboxes and upstream servers. */

@@ -28,7 +28,7 @@ export interface McpServerOptions {
   maxTimeout: number;
   /** The text of the capabilities resource. */
   capabilities: () => string;
-  /** Starts the named upstream servers ahead of the run; returns the names that are not configured. */
+  /** Starts the named upstream servers ahead of the run; returns why any of them can't be (unknown, refused). */
   preload: (servers: string[]) => Promise<string[]>;
   /** Session key for this connection. */
   sessionKey: string;
@@ -143,12 +143,9 @@ async function runPython(
   }
   try {
     if (servers?.length) {
-      const unknown = await options.preload(servers);
-      if (unknown.length) {
-        return failure(
-          `Unknown server(s): ${unknown.map((s) => `"${s}"`).join(", ")}; see runtime.discovered_servers()`,
-          started,
-        );
+      const problems = await options.preload(servers);
+      if (problems.length) {
+        return failure(`${problems.join("; ")}; see runtime.discovered_servers()`, started);
       }
     }
     log.info("run_python started", { session: options.sessionKey, timeout: seconds });

@@ -97,6 +97,12 @@ except PermissionError as e:
 out`,
     );
     assert.equal(refusal, `'Server "memory" is denied by policy (denyServers in ${file} has "memory")'`);
+    const preloaded = await s.client.callTool({
+      name: "run_python",
+      arguments: { code: "1", servers: ["memory"] },
+    });
+    assert.equal(preloaded.isError, true);
+    assert.match((preloaded.content as { text: string }[])[0].text, /Server "memory" is denied by policy/);
 
     const tools = await value(s, "sorted(t['tool'] for t in await runtime.list_tools('everything'))");
     assert.ok(tools.includes("'echo'") && tools.includes("'get-sum'"), tools);

@@ -105,14 +105,17 @@ Deno.test("run_python refuses unknown servers before running anything", async ()
   const { runner, calls } = fakeRunner(() => ok(""));
   const { client, close } = await connect(
     runner,
-    (names) => Promise.resolve(names.filter((n) => n !== "memory")),
+    (names) => Promise.resolve(names.filter((n) => n !== "memory").map((n) => `Unknown server "${n}"`)),
   );
   const r = await client.callTool({
     name: "run_python",
     arguments: { code: "1", servers: ["memory", "nope"] },
   });
   assert.equal(r.isError, true);
-  assert.match((r.content as { text: string }[])[0].text, /Unknown server\(s\): "nope"/);
+  assert.match(
+    (r.content as { text: string }[])[0].text,
+    /Unknown server "nope"; see runtime\.discovered_servers\(\)/,
+  );
   assert.equal(calls.length, 0);
   await close();
 });

@@ -12,6 +12,7 @@ import type { RpcHandler } from "./rpc.ts";
 import { type RunOptions, SandboxSession } from "./sandbox_session.ts";
 import { RunSlots } from "./run_slots.ts";
 import { log } from "./log.ts";
+import { stats } from "./stats.ts";
 
 export type { OutputListener, RunOptions } from "./sandbox_session.ts";
 
@@ -267,6 +268,8 @@ export class SessionManager {
 
 /** The result of a run that never started: nothing ran, the session (if any) is untouched. */
 function notRun(status: RunResult["status"], error: string, duration = 0): RunResult {
+  // Counted like any other run, so stats show what the caps turned away.
+  stats.run(status, duration * 1000);
   return { status, stdout: "", stderr: "", error, duration };
 }
 

@@ -120,7 +120,12 @@ for (const [engine, runtime] of engines) {
       );
       await ctx.served.close();
       await ctx.fix.close();
-      await assertNoSandboxOf(runtime, pid);
+      try {
+        await assertNoSandboxOf(runtime, pid);
+      } finally {
+        // Whatever was left is failed on above, then removed so the machine stays clean.
+        for (const name of await sandboxesOf(runtime, pid)) await runtime.remove(name).catch(() => {});
+      }
       for (const answer of answers) {
         const text = answer.text + JSON.stringify(answer.structured);
         for (const secret of ctx.fix.secrets) {

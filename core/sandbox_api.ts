@@ -9,6 +9,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "./contracts/discovery.ts";
 import { pythonAlias } from "./protocol.ts";
 import { Policy, type Verdict } from "./policy.ts";
+import { redact, secretsOf } from "./redact.ts";
 import { RpcError, type RpcHandler } from "./rpc.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "./tool_docs.ts";
 import type { SearchHit } from "./tool_index.ts";
@@ -121,7 +122,7 @@ export function sandboxApi(
     };
 
   return async (method, params, context) => {
-    const serve = methods[method];
+    const serve = Object.hasOwn(methods, method) ? methods[method] : undefined;
     if (!serve) throw new RpcError("NotImplementedError", `Unknown host method "${method}"`);
     return await serve(params, context.signal);
   };
@@ -159,15 +160,19 @@ function enforce(verdict: Verdict): void {
   if (!verdict.ok) throw new RpcError("PermissionError", verdict.reason);
 }
 
-/** What sandbox code may know about a server: no command line, env, headers or URL (they hold secrets). */
+/**
+ * What sandbox code may know about a server: no command line, env, headers or URL (they hold secrets), and
+ * the free text it does get (description, cwd) with those secrets redacted, in case the config repeats one.
+ */
 function publicServer(name: string, spec: ServerSpec | undefined): Record<string, unknown> {
   const info: Record<string, unknown> = {
     name,
     alias: pythonAlias(name),
     transport: spec?.transport ?? "stdio",
   };
-  if (spec?.description) info.description = spec.description;
-  if (spec?.cwd) info.cwd = spec.cwd;
+  const secrets = spec ? secretsOf(spec) : [];
+  if (spec?.description) info.description = redact(spec.description, secrets);
+  if (spec?.cwd) info.cwd = redact(spec.cwd, secrets);
   if (spec?.source) info.source = spec.source.plugin;
   return info;
 }

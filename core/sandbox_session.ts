@@ -13,6 +13,7 @@ import { OutputBuffer } from "./output_buffer.ts";
 import { type DoneFrame, runResult } from "./run_result.ts";
 import { currentLogScope, log, type LogScope, withLogScope } from "./log.ts";
 import { stats } from "./stats.ts";
+import { nestingDepth } from "./tool_result.ts";
 
 /** How a session is started and run. */
 export interface SandboxSessionOptions {
@@ -58,6 +59,8 @@ interface ActiveRun {
 }
 
 const encoder = new TextEncoder();
+/** Deepest value sent to the sandbox; CPython's json decoder gives up near its recursion limit (1000). */
+const MAX_VALUE_DEPTH = 500;
 const CANCELLED_BEFORE_START = "Cancelled by the client before the run started";
 
 /** A persistent sandbox running the codemode Python runtime. */
@@ -265,9 +268,11 @@ export class SandboxSession {
         if (!line.trim()) continue;
         let parsed: SandboxFrame;
         try {
-          const result = SandboxFrame.safeParse(JSON.parse(line));
+          const raw = JSON.parse(line);
+          const result = SandboxFrame.safeParse(raw);
           if (!result.success) {
             this.#malformed("frame does not match the protocol");
+            this.#refuseCall(raw);
             continue;
           }
           parsed = result.data;
@@ -280,6 +285,19 @@ export class SandboxSession {
     } catch (error) {
       log.debug("sandbox stdout ended with an error", { sandbox: this.name, error: String(error) });
     }
+  }
+
+  /** A call the host can't serve still gets an answer, or the sandbox would wait for it until the timeout. */
+  #refuseCall(raw: unknown): void {
+    const frame = raw as { type?: unknown; id?: unknown } | null;
+    const id = frame?.id;
+    if (frame?.type !== "rpc" || !(typeof id === "string" || Number.isFinite(id))) return;
+    const reply = rpcError(
+      id as string | number,
+      "ValueError",
+      "Malformed host call: the method must be a short name and params an object",
+    );
+    this.#send(reply).catch(() => {});
   }
 
   #handle(frame: SandboxFrame): void {
@@ -318,6 +336,15 @@ export class SandboxSession {
       const value = await (run?.scope ? withLogScope(run.scope, call) : call());
       reply = { type: "rpc_result", id: frame.id, ok: true, value: value ?? null };
       const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+      // Python's json module recurses per level: a deeper value would kill the sandbox's frame reader.
+      if (nestingDepth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
+        reply = rpcError(
+          frame.id,
+          "ToolError",
+          `The result is nested more than ${MAX_VALUE_DEPTH} levels deep, which the sandbox cannot decode; ` +
+            "ask the tool for a flatter shape",
+        );
+      }
       const size = JSON.stringify(reply).length;
       if (size > max) {
         reply = rpcError(frame.id, "ToolError", `The result is ${mib(size)}, over the ${mib(max)} frame cap`);

@@ -74,6 +74,8 @@ export class SessionManager {
   #closed = false;
   #counter = 0;
   #uses = 0;
+  /** The runtime once a session or the reaper resolved it (shutdown must not select one). */
+  #runtime?: RuntimePlugin;
   readonly #slots: RunSlots;
   readonly #tag = Math.random().toString(36).slice(2, 8);
 
@@ -91,6 +93,16 @@ export class SessionManager {
   /** Runs code in the session for `key`, starting the session if needed. Throws when it can't start. */
   async run(key: string, code: string, options: RunOptions): Promise<RunResult> {
     if (this.#closed) throw new Error("codemode is shutting down");
+    const existing = this.#entries.get(key);
+    // A sandbox that ended between runs (killed from outside, crashed while idle) is replaced, and the
+    // run says its state is gone instead of failing with "not running".
+    if (existing && existing.busy === 0 && (await existing.session.then((s) => !s.alive, () => true))) {
+      this.#drop(key, existing);
+      const result = await this.run(key, code, options);
+      const note = "the previous sandbox had ended since the last run, so this ran in a fresh one: " +
+        "earlier variables and imports are gone";
+      return { ...result, notes: [note, ...result.notes ?? []] };
+    }
     const entry = this.#entry(key);
     if (!entry) return notRun("error", this.#fullMessage());
     entry.busy++;
@@ -136,11 +148,15 @@ export class SessionManager {
       if (entry.idle) clearTimeout(entry.idle);
       await entry.session.then((s) => s.close("shutdown"), () => {});
     }));
+    // A sandbox whose removal failed (engine binary gone) must not outlive the server: one last, bounded try.
+    if (this.#runtime?.settle && !(await this.#runtime.settle(3_000))) {
+      log.warn("sandbox containers could not be removed; the next codemode start reaps them");
+    }
   }
 
   /** Removes sandboxes left by codemode processes on this host that no longer run. */
   async reapLeftovers(): Promise<number> {
-    const runtime = await this.#options.runtime();
+    const runtime = this.#runtime = await this.#options.runtime();
     const host = hostname();
     let reaped = 0;
     for (const sandbox of await runtime.listManaged()) {
@@ -198,7 +214,7 @@ export class SessionManager {
 
   async #start(key: string): Promise<SandboxSession> {
     const o = this.#options;
-    const runtime = await o.runtime();
+    const runtime = this.#runtime = await o.runtime();
     const name = `codemode-${process.pid}-${this.#tag}-${++this.#counter}`;
     const session = new SandboxSession({
       runtime,

@@ -77,7 +77,10 @@ class Channel:
                     frame = decode(bytes(buffer[:newline]))
                     del buffer[: newline + 1]
                     if frame is not None:
-                        on_frame(frame)
+                        try:
+                            on_frame(frame)
+                        except Exception:  # one bad frame must not leave every later call unanswered
+                            pass
                 chunk = os.read(self._read_fd, 1 << 20)
                 if not chunk:
                     break

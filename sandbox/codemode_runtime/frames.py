@@ -26,7 +26,7 @@ def decode(line):
     """Parses one frame; returns None for anything that is not a JSON object."""
     try:
         frame = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # a frame too deep to decode is dropped, not fatal to the reader
         return None
     return frame if isinstance(frame, dict) else None
 

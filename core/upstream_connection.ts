@@ -17,6 +17,7 @@ import {
 } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "./contracts/discovery.ts";
 import { log } from "./log.ts";
+import { redact, secretsOf } from "./redact.ts";
 import { serverEnv } from "./safe_env.ts";
 import { stats } from "./stats.ts";
 import {
@@ -87,11 +88,14 @@ export class UpstreamConnection {
   /** The session being connected, so close() can stop a start midway. */
   #attempt?: Session;
   #stderr: UpstreamOutputLog;
+  /** Redacted from every message this connection builds: those reach sandbox code. */
+  #secrets: string[];
 
   constructor(spec: ServerSpec, options: ConnectionOptions) {
     this.spec = spec;
     this.#options = options;
-    this.#stderr = new UpstreamOutputLog(spec.name);
+    this.#secrets = secretsOf(spec);
+    this.#stderr = new UpstreamOutputLog(spec.name, this.#secrets);
   }
 
   /** Where the server is in its lifecycle. */
@@ -263,11 +267,14 @@ export class UpstreamConnection {
           cause: error,
         });
       }
-      const reason = exit ? `it exited (${exitText(exit)}) before it was ready` : describe(error);
+      const reason = exit ? `it exited (${exitText(exit)}) before it was ready` : this.#describe(error);
       const tail = this.#stderr.tail();
-      const message = `MCP server "${name}" failed to start: ${reason}` +
-        (tail ? `; its stderr ends with: ${tail}` : "") +
-        `; check its command, arguments and environment with \`codemode doctor\``;
+      const message = redact(
+        `MCP server "${name}" failed to start: ${reason}` +
+          (tail ? `; its stderr ends with: ${tail}` : "") +
+          `; check its command, arguments and environment with \`codemode doctor\``,
+        this.#secrets,
+      );
       this.#state = "failed";
       this.#error = message;
       stats.upstreamStart(name, false);
@@ -353,7 +360,7 @@ export class UpstreamConnection {
     if (session.kind === "stdio" || session.ended || error instanceof ProtocolError) return;
     const code = error instanceof SdkError ? error.code : undefined;
     if (code === SdkErrorCode.RequestTimeout || code === SdkErrorCode.InvalidResult) return;
-    session.ended = `lost the connection (${clip(describe(error).replace(/\s+/g, " "), 200)})`;
+    session.ended = `lost the connection (${clip(this.#describe(error).replace(/\s+/g, " "), 200)})`;
     void session.transport.close().catch(() => {});
     this.#ended(session);
   }
@@ -368,7 +375,13 @@ export class UpstreamConnection {
       ended: session.ended,
       remote: session.kind !== "stdio",
       stderrTail: this.#stderr.tail(),
+      secrets: this.#secrets,
     });
+  }
+
+  /** An error's message without this server's secrets (redacted before any clipping). */
+  #describe(error: unknown): string {
+    return redact(describe(error), this.#secrets);
   }
 }
 

@@ -4,6 +4,7 @@
  * @module
  */
 import { ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
+import { redact } from "./redact.ts";
 
 /** JSON-RPC error code the stdio transport uses for a reply it had to drop for being too large. */
 export const MESSAGE_TOO_LARGE = -32099;
@@ -77,19 +78,25 @@ export interface FailureContext {
   remote: boolean;
   /** The last lines the server wrote to stderr. */
   stderrTail?: string;
+  /** The server's configured secrets (`secretsOf`), redacted from everything the message quotes. */
+  secrets?: readonly string[];
 }
 
 /** Turns whatever the MCP SDK threw for a call into an `UpstreamError` naming the server and the tool. */
 export function explainCallFailure(error: unknown, context: FailureContext): UpstreamError {
   const { server, tool } = context;
   if (error instanceof UpstreamError) return error;
+  const secrets = context.secrets ?? [];
   const options = { cause: error };
   const closed = error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed;
   if (context.ended || closed) {
     return new UpstreamExitedError(
-      `MCP server "${server}" ${context.ended ?? "closed the connection"} during the call to "${tool}"; ` +
-        `the next call ${context.remote ? "reconnects" : "restarts"} it` +
-        (context.stderrTail ? `; its stderr ends with: ${context.stderrTail}` : ""),
+      redact(
+        `MCP server "${server}" ${context.ended ?? "closed the connection"} during the call to "${tool}"; ` +
+          `the next call ${context.remote ? "reconnects" : "restarts"} it` +
+          (context.stderrTail ? `; its stderr ends with: ${context.stderrTail}` : ""),
+        secrets,
+      ),
       server,
       tool,
       options,
@@ -99,7 +106,7 @@ export function explainCallFailure(error: unknown, context: FailureContext): Ups
     return new UpstreamTimeoutError(server, tool, context.timeoutMs);
   }
   if (error instanceof ProtocolError && error.code === MESSAGE_TOO_LARGE) {
-    const detail = error.message.replace(/^The server replied with /, "");
+    const detail = redact(error.message, secrets).replace(/^The server replied with /, "");
     return new UpstreamResultTooLargeError(
       `MCP server "${server}" answered the call to "${tool}" with more data than codemode accepts (${detail}); ` +
         `ask the tool for less (a page, a filter)`,
@@ -108,7 +115,11 @@ export function explainCallFailure(error: unknown, context: FailureContext): Ups
       options,
     );
   }
-  const message = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ");
+  // Redacted before clipping, so that no half secret survives the cut.
+  const message = redact(error instanceof Error ? error.message : String(error), secrets).replace(
+    /\s+/g,
+    " ",
+  );
   return new UpstreamCallError(
     `MCP server "${server}" failed the call to "${tool}": ${
       message.length > 600 ? `${message.slice(0, 600)}...` : message

@@ -1,10 +1,12 @@
 /**
  * A stdio server's side output (stderr, and stray non-protocol lines on stdout) logged at debug level
  * under a rate limit, so a server printing megabytes can fill neither memory nor our own stderr; the last
- * few stderr lines are kept for error messages ("failed to start: ...; its stderr ends with: ...").
+ * few stderr lines are kept, with the server's secrets redacted, for error messages ("failed to start: ...;
+ * its stderr ends with: ..."), which reach sandbox code.
  * @module
  */
 import { log } from "./log.ts";
+import { redact } from "./redact.ts";
 
 /** Lines logged per second and server; the rest are counted and reported as suppressed. */
 export const OUTPUT_LINES_PER_SECOND = 50;
@@ -14,19 +16,22 @@ export const TAIL_LINES = 12;
 /** Rate-limited debug logging of one server's output, plus the tail of its stderr. */
 export class UpstreamOutputLog {
   #server: string;
+  #secrets: readonly string[];
   #tail: string[] = [];
   #windowStart = 0;
   #inWindow = 0;
   #suppressed = 0;
 
-  constructor(server: string) {
+  /** `secrets` are redacted from the kept tail (before clipping, so no half secret survives). */
+  constructor(server: string, secrets: readonly string[] = []) {
     this.#server = server;
+    this.#secrets = secrets;
   }
 
   /** One line the server wrote to stderr. */
   stderr(line: string): void {
     if (!line.trim()) return;
-    this.#tail.push(clip(line, 300));
+    this.#tail.push(clip(redact(line, this.#secrets), 300));
     if (this.#tail.length > TAIL_LINES) this.#tail.shift();
     this.#write("upstream stderr", line);
   }

@@ -82,6 +82,11 @@ export interface RuntimePlugin {
   listManaged(): Promise<ManagedSandbox[]>;
   /** Force-removes a sandbox by name; no error when it is already gone. */
   remove(name: string): Promise<void>;
+  /**
+   * Retries the removals that failed earlier (the engine was missing or broken) until none is left or
+   * `timeoutMs` have passed; true when none is left. Called at shutdown; runtimes without them omit it.
+   */
+  settle?(timeoutMs: number): Promise<boolean>;
 }
 
 /** Image management that container runtimes offer besides `RuntimePlugin` (`codemode image build`, doctor). */

@@ -20,6 +20,7 @@ import type {
 } from "../../core/contracts/runtime.ts";
 import { DEFAULT_IMAGE } from "../../core/image_build.ts";
 import { diagnose, engineEnv, execCli, firstErrorLine, parseInspectLines, parseMemory } from "./_oci_exec.ts";
+import { PendingRemovals } from "./_pending_removals.ts";
 import { type SeccompChoice, type SeccompProfileError, seccompProfilePath } from "./seccomp.ts";
 
 /** The engines this base knows how to drive. */
@@ -202,8 +203,14 @@ export function ociRuntime(
   const image = options.image ?? DEFAULT_IMAGE;
   let facts: Promise<EngineFacts> | undefined;
 
-  const run = (args: string[], timeoutMs = 30_000, proxies = false) =>
-    execCli([...cli, ...args], { timeoutMs, proxies });
+  // Removals that failed (engine binary missing or broken), retried until they succeed.
+  const pending = new PendingRemovals(remove);
+  const run = async (args: string[], timeoutMs = 30_000, proxies = false) => {
+    const result = await execCli([...cli, ...args], { timeoutMs, proxies });
+    // The engine works again: the removals that failed while it did not need not wait for their timer.
+    if (result.code === 0) void pending.retry();
+    return result;
+  };
 
   function engineFacts(): Promise<EngineFacts> {
     return facts ??= (async () => {
@@ -239,6 +246,8 @@ export function ociRuntime(
     }
   }
 
+  const removeOrRetry = (name: string) => remove(name).catch((error) => pending.add(name, error));
+
   async function start(start: SandboxStartOptions): Promise<SandboxProcess> {
     const [known, seccomp] = await Promise.all([engineFacts(), seccompPath()]);
     const config = runConfigFor(engine, options, start.limits, known.cgroupLimits, seccomp);
@@ -250,7 +259,7 @@ export function ociRuntime(
       stdio: config.channel ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
     });
     await new Promise<void>((resolve, reject) => {
-      child.once("spawn", resolve);
+      child.once("spawn", () => (void pending.retry(), resolve()));
       child.once("error", (error: NodeJS.ErrnoException) => {
         const problem = diagnose(engine, error.message, error.code);
         const fix = problem.fix ? `: ${problem.fix}` : "";
@@ -282,9 +291,11 @@ export function ociRuntime(
           await remove(start.name).catch(() => {});
           if (await wait(attempt === 0 ? 500 : 300)) return;
         }
+        // The container outlives its client (conmon or the daemon keeps it), so a removal that fails now
+        // is retried until the engine works again.
         child.kill("SIGKILL");
         await wait(2_000);
-        await remove(start.name).catch(() => {});
+        await removeOrRetry(start.name);
       })();
     const socket = child.stdio[3] as Duplex | null | undefined;
     socket?.on("error", () => {});
@@ -393,7 +404,7 @@ export function ociRuntime(
       detection.available = true;
     } else {
       detection.problems.push(diagnose(engine, result.stderr, result.spawnError));
-      await remove(probeName).catch(() => {});
+      await removeOrRetry(probeName);
     }
     return detection;
   }
@@ -404,6 +415,7 @@ export function ociRuntime(
     start,
     listManaged,
     remove,
+    settle: (timeoutMs) => pending.flush(timeoutMs),
     imageExists,
     importImage,
     pullImage: (ref) => checked(`pull "${ref}"`, ["pull", ref], 1_800_000, true),

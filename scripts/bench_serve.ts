@@ -8,6 +8,7 @@
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { buildRunArgs, runConfigFor } from "../plugins/runtime/oci_base.ts";
+import { seccompProfilePath } from "../plugins/runtime/seccomp.ts";
 import { autoRuntime, defaults as podmanDefaults } from "../plugins/runtime/podman.ts";
 import {
   catalogIndexed,
@@ -45,7 +46,17 @@ async function bareRun(i: number): Promise<number> {
       limits: LIMITS,
       labels: { "codemode.bench": "true" },
     },
-    { ...runConfigFor("podman", { ...podmanDefaults, runtime: autoRuntime() }, LIMITS, true), channel: false },
+    // The same flags a session gets, seccomp profile included; no channel fd to pass from here.
+    {
+      ...runConfigFor(
+        "podman",
+        { ...podmanDefaults, runtime: autoRuntime() },
+        LIMITS,
+        true,
+        await seccompProfilePath(),
+      ),
+      channel: false,
+    },
   );
   const start = performance.now();
   const r = await exec("podman", args);

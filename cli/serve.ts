@@ -5,7 +5,7 @@
  * @module
  */
 import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
-import { createCodemode } from "../mod.ts";
+import { startServeApp } from "./_serve_app.ts";
 import { log } from "../core/log.ts";
 import type { HttpServeOptions } from "./serve_http.ts";
 
@@ -23,15 +23,7 @@ export async function serve(options: ServeOptions = {}): Promise<number> {
     process.stderr.write(`codemode: --${httpOnly[0]} applies only with --http\n`);
     return 2;
   }
-  // stdout belongs to the protocol: anything a library prints must not corrupt it.
-  for (const method of ["log", "info", "debug"] as const) {
-    console[method] = (...args: unknown[]) => console.error(...args);
-  }
-  const app = await createCodemode({ indexInBackground: true });
-  void app.sessions.reapLeftovers().catch((e) =>
-    log.warn("could not reap leftover sandboxes", { error: String(e) })
-  );
-  void app.runtime().catch((e) => log.warn("no sandbox runtime yet", { error: String(e) }));
+  const app = await startServeApp();
   const server = app.mcpServer("stdio");
   const transport = new StdioServerTransport();
 

@@ -4,7 +4,7 @@
  * the URL on stderr; stdout stays empty. Stops every sandbox and upstream server on SIGINT or SIGTERM.
  * @module
  */
-import { createCodemode } from "../mod.ts";
+import { startServeApp } from "./_serve_app.ts";
 import { McpHttpServer } from "../core/http_server.ts";
 import { isLoopbackHost } from "../core/http_guard.ts";
 import { log } from "../core/log.ts";
@@ -39,16 +39,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
         "MCP servers; set ${TOKEN_ENV} (or --token), or use --host 127.0.0.1",
     );
   }
-  // Libraries must not print on stdout; it stays clean in HTTP mode too, for scripts that start us.
-  for (const method of ["log", "info", "debug"] as const) {
-    console[method] = (...args: unknown[]) => console.error(...args);
-  }
-
-  const app = await createCodemode({ indexInBackground: true });
-  void app.sessions.reapLeftovers().catch((e) =>
-    log.warn("could not reap leftover sandboxes", { error: String(e) })
-  );
-  void app.runtime().catch((e) => log.warn("no sandbox runtime yet", { error: String(e) }));
+  const app = await startServeApp();
   let http: McpHttpServer;
   try {
     http = await McpHttpServer.start({

@@ -77,9 +77,17 @@ export function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${body}$`, "s");
 }
 
+/** Compiled globs: a policy is consulted on every tool call, and its globs are few and fixed. */
+const compiled = new Map<string, RegExp>();
+
 /** Whether `glob` matches `name` or its Python alias. */
 export function globMatches(glob: string, name: string): boolean {
-  const re = globToRegExp(glob);
+  if (glob === "*") return true;
+  let re = compiled.get(glob);
+  if (!re) {
+    re = globToRegExp(glob);
+    if (compiled.size < 1024) compiled.set(glob, re);
+  }
   return re.test(name) || re.test(pythonAlias(name));
 }
 

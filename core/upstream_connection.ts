@@ -10,6 +10,7 @@ import {
   ProtocolError,
   SdkError,
   SdkErrorCode,
+  specTypeSchemas,
   SSEClientTransport,
   StreamableHTTPClientTransport,
   type Tool,
@@ -71,6 +72,8 @@ interface Session {
   /** How the connection ended, once it has. */
   ended?: string;
   tools?: Promise<Tool[]>;
+  /** Tools of the current listing without an outputSchema: their calls can take the lean path. */
+  plainTools?: Set<string>;
 }
 
 const CLIENT_INFO = { name: "codemode", version: "0.1.0" };
@@ -116,7 +119,10 @@ export class UpstreamConnection {
     const session = await this.#ready();
     if (!session.client.getServerCapabilities()?.tools) return [];
     session.tools ??= session.client.listTools(undefined, { timeout: this.#timeout() })
-      .then((result) => result.tools)
+      .then((result) => {
+        session.plainTools = new Set(result.tools.filter((t) => !t.outputSchema).map((t) => t.name));
+        return result.tools;
+      })
       .catch((error) => {
         session.tools = undefined;
         this.#dropIfLost(session, error);
@@ -136,10 +142,7 @@ export class UpstreamConnection {
     const timeoutMs = this.#timeout(options.timeoutMs);
     try {
       session = await this.#readyUnlessAborted(tool, options.signal);
-      const result = await session.client.callTool({ name: tool, arguments: args }, {
-        timeout: timeoutMs,
-        signal: options.signal,
-      }) as CallToolResult;
+      const result = await send(session, tool, args, { timeout: timeoutMs, signal: options.signal });
       this.#called(tool, started, result.isError ? "tool_error" : "ok");
       return result;
     } catch (error) {
@@ -338,6 +341,7 @@ export class UpstreamConnection {
       log.debug("upstream protocol error", { server: spec.name, error: describe(error) });
     client.setNotificationHandler("notifications/tools/list_changed", () => {
       session.tools = undefined;
+      session.plainTools = undefined;
     });
     return session;
   }
@@ -397,6 +401,25 @@ async function endSession(session: Session): Promise<void> {
     clearTimeout(timer);
   }
   await transport.close();
+}
+
+/**
+ * Sends tools/call. `Client.callTool` adds output-schema validation and header mirroring (modern era),
+ * and on every call probes the era codec with a value that fails, building a zod error: about 80 µs of
+ * CPU. A tool of a legacy-era session known to have no outputSchema needs none of that, so it goes through
+ * `request` with the spec's CallToolResult schema, which validates the same shape.
+ */
+function send(
+  session: Session,
+  tool: string,
+  args: Record<string, unknown>,
+  options: { timeout: number; signal?: AbortSignal },
+): Promise<CallToolResult> {
+  const params = { name: tool, arguments: args };
+  if (session.plainTools?.has(tool) && session.client.getProtocolEra() === "legacy") {
+    return session.client.request({ method: "tools/call", params }, specTypeSchemas.CallToolResult, options);
+  }
+  return session.client.callTool(params, options) as Promise<CallToolResult>;
 }
 
 function exitText(exit: ExitInfo): string {

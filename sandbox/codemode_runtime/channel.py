@@ -1,24 +1,56 @@
 """Frames over private copies of the process's stdin/stdout, or of a direct channel fd the runtime handed
-over (CPython transport)."""
+over (CPython transport).
+
+Who reads: while an async cell runs, its event loop reads the channel itself (`attach`), so an answer
+reaches the awaiting task without a second thread waking the loop; otherwise a daemon thread does. The
+thread also takes over when the loop thread blocks in a synchronous call (`block`), and when the loop
+stops reading (CPU-bound user code) while frames wait, so an interrupt still lands. Reads never block
+and happen under one lock, so whichever side reads, frames are split and dispatched in order.
+"""
 import _signal  # signal.pthread_sigmask wraps its answer in enums on every call; this is the hot path
 import os
+import select
 import signal
+import socket
 import threading
 
 from .frames import decode, encode
 
 _SIGINT = {signal.SIGINT}
+_ATOMIC_WRITE = 4096
+"""Frames up to this size go out in one write that a signal cannot split (PIPE_BUF, one socket skb)."""
+_STALL_CHECK = 0.01
+"""Seconds between the thread's checks that an attached loop still reads what arrives."""
 
 
 class Channel:
     """Owns the protocol fds. send() may be called from any thread; writes never interleave."""
 
-    def __init__(self, read_fd, write_fd, pending=b""):
+    def __init__(self, read_fd, write_fd, pending=b"", sock=None, shared=False):
         self._read_fd = read_fd
         self._write_fd = write_fd
-        self._pending = pending
+        self._buffer = bytearray(pending)
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock()
         self._main = threading.main_thread().ident
+        # Writes block, so only reads may not: per call on a socket, by fd flag on a private pipe end.
+        if sock is not None:
+            self._recv = lambda: sock.recv(1 << 20, socket.MSG_DONTWAIT)
+        elif shared:
+            self._recv = lambda: _read_if_ready(read_fd)
+        else:
+            os.set_blocking(read_fd, False)
+            self._recv = lambda: os.read(read_fd, 1 << 20)
+        self._sock = sock
+        self._wake_r, self._wake_w = os.pipe()
+        self._loop = None
+        """The event loop reading the channel, while one is attached."""
+        self._loop_thread = None
+        self._lent = 0
+        """How many blocking calls on the loop's thread wait for the reader thread to read for them."""
+        self._loop_reads = 0
+        self._on_frame = None
+        self._on_close = None
 
     @classmethod
     def from_stdio(cls, pending=b""):
@@ -39,15 +71,19 @@ class Channel:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
-        return cls(private, private)
+        try:
+            sock = socket.socket(fileno=private)
+        except OSError:  # not a socket after all: reads check readiness first instead
+            sock = None
+        return cls(private, private, sock=sock, shared=sock is None)
 
     def send(self, frame):
         """Writes one frame; raises ValueError for frames over the size cap."""
         data = encode(frame)
-        on_main = threading.get_ident() == self._main
-        if on_main:
-            # A timeout's SIGINT must not land between two partial writes and cut a frame in half;
-            # blocked here, it is delivered (and raised) once the frame is out.
+        # A timeout's SIGINT must not land between two partial writes and cut a frame in half; blocked
+        # here, it is delivered (and raised) once the frame is out. A small frame is one atomic write.
+        guard = len(data) > _ATOMIC_WRITE and threading.get_ident() == self._main
+        if guard:
             _signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
         try:
             with self._lock:
@@ -55,36 +91,123 @@ class Channel:
                 while view:
                     view = view[os.write(self._write_fd, view) :]
         finally:
-            if on_main:
+            if guard:
                 _signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
 
     def serve(self, on_frame, on_close):
-        """Reads frames on a daemon thread, calling on_frame(frame) for each and on_close() at EOF."""
-        thread = threading.Thread(
-            target=self._read, args=(on_frame, on_close), name="codemode-frames", daemon=True
-        )
+        """Starts the reader thread, calling on_frame(frame) for each frame and on_close() at EOF."""
+        self._on_frame = on_frame
+        self._on_close = on_close
+        thread = threading.Thread(target=self._read_thread, name="codemode-frames", daemon=True)
         thread.start()
         return thread
 
-    def _read(self, on_frame, on_close):
-        buffer = bytearray(self._pending)
+    def attach(self, loop):
+        """Lets `loop` (to run on this thread) read the channel until detach()."""
+        self._loop_thread = threading.get_ident()
+        self._loop = loop
+        loop.add_reader(self._read_fd, self._pump_in_loop)
+        self._wake()  # so the thread stops watching the fd and racing the loop for frames
+
+    def detach(self, loop):
+        """Hands reading back to the thread."""
         try:
-            while True:
-                while True:
-                    newline = buffer.find(b"\n")
-                    if newline < 0:
-                        break
-                    frame = decode(bytes(buffer[:newline]))
-                    del buffer[: newline + 1]
-                    if frame is not None:
-                        try:
-                            on_frame(frame)
-                        except Exception:  # one bad frame must not leave every later call unanswered
-                            pass
-                chunk = os.read(self._read_fd, 1 << 20)
-                if not chunk:
-                    break
-                buffer += chunk
-        except OSError:
+            loop.remove_reader(self._read_fd)
+        except Exception:  # user code closed the loop; it reads nothing any more either way
             pass
-        on_close()
+        self._loop = None
+        self._wake()
+
+    def block(self, event):
+        """How a synchronous call waits: on the loop's thread, the reader thread reads for it meanwhile."""
+        if self._loop is None or threading.get_ident() != self._loop_thread:
+            event.wait()
+            return
+        self._lent += 1
+        self._wake()
+        try:
+            event.wait()
+        finally:
+            self._lent -= 1
+
+    def _wake(self):
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass
+
+    def _pump_in_loop(self):
+        self._loop_reads += 1
+        # A timeout's SIGINT raised in the middle would drop frames already taken from the buffer.
+        _signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+        try:
+            self._pump()
+        finally:
+            _signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
+
+    def _read_thread(self):
+        with self._read_lock:  # frames that came with the bootstrap
+            self._dispatch()
+        os.set_blocking(self._wake_w, False)
+        poller = select.poll()
+        poller.register(self._wake_r, select.POLLIN)
+        watching = False
+        seen_reads = -1
+        while True:
+            reading = self._loop is None or self._lent > 0
+            if reading != watching:
+                if reading:
+                    poller.register(self._read_fd, select.POLLIN)
+                else:
+                    poller.unregister(self._read_fd)
+                watching = reading
+            events = poller.poll(None if reading else _STALL_CHECK * 1000)
+            if any(fd == self._wake_r for fd, _ in events):
+                os.read(self._wake_r, 4096)
+            if reading:
+                if any(fd == self._read_fd for fd, _ in events):
+                    self._pump()
+            elif not events:
+                # The loop is attached: step in only when frames wait and it read nothing since last time.
+                reads = self._loop_reads
+                if reads == seen_reads and select.select([self._read_fd], [], [], 0)[0]:
+                    self._pump()
+                seen_reads = reads
+
+    def _pump(self):
+        """Reads what has arrived and dispatches every complete frame; callable from any thread."""
+        with self._read_lock:
+            try:
+                chunk = self._recv()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._on_close()
+                return
+            self._buffer += chunk
+            self._dispatch()
+
+    def _dispatch(self):
+        """Hands every complete frame in the buffer to on_frame, in order (the read lock is held)."""
+        buffer = self._buffer
+        start = 0
+        while True:
+            newline = buffer.find(b"\n", start)
+            if newline < 0:
+                break
+            frame = decode(bytes(buffer[start:newline]))
+            start = newline + 1
+            if frame is not None:
+                try:
+                    self._on_frame(frame)
+                except Exception:  # one bad frame must not leave every later call unanswered
+                    pass
+        del buffer[:start]
+
+
+def _read_if_ready(fd):
+    if not select.select([fd], [], [], 0)[0]:
+        raise BlockingIOError
+    return os.read(fd, 1 << 20)

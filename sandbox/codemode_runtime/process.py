@@ -1,7 +1,8 @@
 """The CPython sandbox process: what the bootstrap runs as `main(config, rest)`.
 
-Threads: main (runs user code, one execution at a time), frame reader (rpc_result settles waiters
-directly, execute is queued for main, shutdown/EOF exits), one pump per captured stream, watchdog.
+Threads: main (runs user code, one execution at a time; while an async cell runs, its event loop reads
+frames), frame reader (reads frames otherwise: rpc_result settles waiters, execute is queued for main,
+shutdown/EOF exits), one pump per captured stream, watchdog.
 """
 import asyncio
 import os
@@ -21,7 +22,7 @@ class Process:
     def __init__(self, config, rest=b""):
         channel_fd = config.get("channel_fd")
         self.channel = Channel.from_fd(channel_fd) if channel_fd is not None else Channel.from_stdio(rest)
-        self.kernel = Kernel(config, self.channel.send)
+        self.kernel = Kernel(config, self.channel.send, block=self.channel.block)
         self.capture = Capture(self.channel.send, self.kernel.config["max_output"])
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
@@ -68,6 +69,7 @@ class Process:
     def _drive(self, coroutine):
         task = self.loop.create_task(coroutine)
         self.watchdog.task = task
+        self.channel.attach(self.loop)
         try:
             return self.loop.run_until_complete(task)
         except BaseException:
@@ -81,6 +83,7 @@ class Process:
                 task.exception()  # retrieved, so asyncio doesn't log it again
             raise
         finally:
+            self.channel.detach(self.loop)
             self.watchdog.task = None
 
     def _on_frame(self, frame):

@@ -254,9 +254,14 @@ export class SandboxSession {
     stats.sandboxExited(reason);
   }
 
-  async #send(frame: HostFrame): Promise<void> {
+  #send(frame: HostFrame): Promise<void> {
+    return this.#write(JSON.stringify(frame));
+  }
+
+  /** Writes one serialised frame. */
+  async #write(line: string): Promise<void> {
     if (!this.#writer) throw new Error("Sandbox is not started");
-    await this.#writer.write(encoder.encode(JSON.stringify(frame) + "\n"));
+    await this.#writer.write(encoder.encode(line + "\n"));
   }
 
   async #readFrames(stdout: ReadableStream<Uint8Array>): Promise<void> {
@@ -335,7 +340,6 @@ export class SandboxSession {
     try {
       const value = await (run?.scope ? withLogScope(run.scope, call) : call());
       reply = { type: "rpc_result", id: frame.id, ok: true, value: value ?? null };
-      const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
       // Python's json module recurses per level: a deeper value would kill the sandbox's frame reader.
       if (nestingDepth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
         reply = rpcError(
@@ -345,15 +349,32 @@ export class SandboxSession {
             "ask the tool for a flatter shape",
         );
       }
-      const size = JSON.stringify(reply).length;
-      if (size > max) {
-        reply = rpcError(frame.id, "ToolError", `The result is ${mib(size)}, over the ${mib(max)} frame cap`);
-      }
     } catch (error) {
       reply = rpcError(frame.id, pythonErrorType(error), (error as Error)?.message ?? String(error));
     }
+    // Serialised once, for the size check and for the wire: results can be megabytes.
+    let line: string;
+    try {
+      line = JSON.stringify(reply);
+    } catch (error) {
+      reply = rpcError(
+        frame.id,
+        "ToolError",
+        `The result cannot be sent to Python: ${(error as Error)?.message}`,
+      );
+      line = JSON.stringify(reply);
+    }
+    const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    if (line.length > max) {
+      reply = rpcError(
+        frame.id,
+        "ToolError",
+        `The result is ${mib(line.length)}, over the ${mib(max)} frame cap`,
+      );
+      line = JSON.stringify(reply);
+    }
     stats.rpc(frame.method, performance.now() - started, reply.ok);
-    if (this.#alive) await this.#send(reply).catch(() => {});
+    if (this.#alive) await this.#write(line).catch(() => {});
   }
 
   #notify(run: ActiveRun, stream: "stdout" | "stderr", text: string): void {

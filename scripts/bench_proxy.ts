@@ -25,7 +25,15 @@ import {
 } from "./bench_harness.ts";
 
 /** Counts and the latency tool of the proxy section. */
-export const counts = { sequential: 500, rounds: 5, parallel: 100, latencySeconds: 0.05, configured: 30 };
+export const counts = {
+  sequential: 500,
+  rounds: 10,
+  parallel: 100,
+  latencySeconds: 0.05,
+  configured: 30,
+  /** Sequential echo calls each side makes before timing: with 20, both JITs were still warming up. */
+  warmUp: 1000,
+};
 
 const EVERYTHING = join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 const block = counts.sequential / counts.rounds;
@@ -35,8 +43,10 @@ import asyncio, json, time
 from mcp import runtime
 ev = mcp_everything
 slow = ev.trigger_long_running_operation
-for i in range(20):
+for i in range(${counts.warmUp}):
     await ev.echo(message="warm")
+for i in range(200):
+    await runtime.list_servers()
 await asyncio.gather(*[ev.echo(message="warm") for i in range(${counts.parallel})])
 await slow(duration=${counts.latencySeconds}, steps=1)
 
@@ -91,7 +101,9 @@ async function directClient(): Promise<Client> {
       stderr: "ignore",
     }),
   );
-  for (let i = 0; i < 20; i++) await client.callTool({ name: "echo", arguments: { message: "warm" } });
+  for (let i = 0; i < counts.warmUp; i++) {
+    await client.callTool({ name: "echo", arguments: { message: "warm" } });
+  }
   return client;
 }
 

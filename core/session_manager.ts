@@ -12,6 +12,7 @@ import type { RpcHandler } from "./rpc.ts";
 import { type RunOptions, SandboxSession } from "./sandbox_session.ts";
 import { RunSlots } from "./run_slots.ts";
 import { log } from "./log.ts";
+import { processAlive } from "./process_alive.ts";
 import { stats } from "./stats.ts";
 
 export type { OutputListener, RunOptions } from "./sandbox_session.ts";
@@ -287,13 +288,4 @@ function notRun(status: RunResult["status"], error: string, duration = 0): RunRe
   // Counted like any other run, so stats show what the caps turned away.
   stats.run(status, duration * 1000);
   return { status, stdout: "", stderr: "", error, duration };
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === "EPERM";
-  }
 }

@@ -9,6 +9,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promise
 import { join } from "node:path";
 import { type Stats, stats as processStats, type StatsSnapshot } from "./stats.ts";
 import { log } from "./log.ts";
+import { processAlive } from "./process_alive.ts";
 
 /** The folder the snapshots live in. */
 export function statsDir(stateDir: string): string {
@@ -110,13 +111,4 @@ export async function readLiveSnapshots(stateDir: string): Promise<StatsSnapshot
     } catch { /* replaced or removed while we read it */ }
   }
   return snapshots;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === "EPERM";
-  }
 }

@@ -26,7 +26,7 @@ _STALL_CHECK = 0.01
 class Channel:
     """Owns the protocol fds. send() may be called from any thread; writes never interleave."""
 
-    def __init__(self, read_fd, write_fd, pending=b"", sock=None, shared=False):
+    def __init__(self, read_fd, write_fd, pending=b"", sock=None):
         self._read_fd = read_fd
         self._write_fd = write_fd
         self._buffer = bytearray(pending)
@@ -36,8 +36,6 @@ class Channel:
         # Writes block, so only reads may not: per call on a socket, by fd flag on a private pipe end.
         if sock is not None:
             self._recv = lambda: sock.recv(1 << 20, socket.MSG_DONTWAIT)
-        elif shared:
-            self._recv = lambda: _read_if_ready(read_fd)
         else:
             os.set_blocking(read_fd, False)
             self._recv = lambda: os.read(read_fd, 1 << 20)
@@ -71,11 +69,7 @@ class Channel:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
-        try:
-            sock = socket.socket(fileno=private)
-        except OSError:  # not a socket after all: reads check readiness first instead
-            sock = None
-        return cls(private, private, sock=sock, shared=sock is None)
+        return cls(private, private, sock=socket.socket(fileno=private))
 
     def send(self, frame):
         """Writes one frame; raises ValueError for frames over the size cap."""
@@ -205,9 +199,3 @@ class Channel:
                 except Exception:  # one bad frame must not leave every later call unanswered
                     pass
         del buffer[:start]
-
-
-def _read_if_ready(fd):
-    if not select.select([fd], [], [], 0)[0]:
-        raise BlockingIOError
-    return os.read(fd, 1 << 20)

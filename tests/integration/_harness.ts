@@ -56,3 +56,17 @@ export async function assertNoLeftovers(runtime: RuntimePlugin): Promise<void> {
   }
   assert.deepEqual(left, [], "sandboxes left behind");
 }
+
+/** The text of an MCP tool result, its text items joined. */
+export function textOf(result: { content?: unknown[] }): string {
+  return (result.content as { text: string }[]).map((item) => item.text).join("");
+}
+
+/** True while the process exists and is not a zombie. */
+export function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z /.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return false;
+  }
+}

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import process from "node:process";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
+import { alive, textOf } from "./_harness.ts";
 import { setLogLevel, setLogSink } from "../../core/log.ts";
 import { encodeWithinLimits, ResultLimitError } from "../../core/tool_result.ts";
 import {
@@ -45,19 +46,6 @@ async function withPool(
     await fn(pool);
   } finally {
     await pool.close();
-  }
-}
-
-function textOf(result: { content?: unknown[] }): string {
-  return (result.content as { text: string }[]).map((item) => item.text).join("");
-}
-
-/** True while the process exists and is not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z /.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
-  } catch {
-    return false;
   }
 }
 

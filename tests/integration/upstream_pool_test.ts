@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import process from "node:process";
 import { Buffer } from "node:buffer";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
+import { alive, textOf } from "./_harness.ts";
 import { BYTES_MARKER } from "../../core/protocol.ts";
 import { ToolError, unwrapToolResult } from "../../core/tool_result.ts";
 import { UpstreamExitedError, UpstreamPool } from "../../core/upstream_pool.ts";
@@ -19,19 +20,6 @@ const EVERYTHING = `${modules}server-everything/dist/index.js`;
 
 function everything(name = "everything", extra: Partial<ServerSpec> = {}): ServerSpec {
   return { name, transport: "stdio", command: "node", args: [EVERYTHING], source, ...extra };
-}
-
-function textOf(result: { content?: unknown[] }): string {
-  return (result.content as { text: string }[]).map((item) => item.text).join("");
-}
-
-/** True while the process exists and is not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z /.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
-  } catch {
-    return false;
-  }
 }
 
 async function freePort(): Promise<number> {

@@ -19,6 +19,8 @@ from .frames import decode, encode
 _SIGINT = {signal.SIGINT}
 _ATOMIC_WRITE = 4096
 """Frames up to this size go out in one write that a signal cannot split (PIPE_BUF, one socket skb)."""
+_READ_BYTES = 1 << 20
+"""Most bytes one read takes from the channel."""
 _STALL_CHECK = 0.01
 """Seconds between the thread's checks that an attached loop still reads what arrives."""
 
@@ -34,11 +36,13 @@ class Channel:
         self._read_lock = threading.Lock()
         self._main = threading.main_thread().ident
         # Writes block, so only reads may not: per call on a socket, by fd flag on a private pipe end.
+        # Reads land in one reused buffer: recv(1 MiB) would mmap and unmap a fresh 1 MiB per frame.
+        self._chunk = memoryview(bytearray(_READ_BYTES))
         if sock is not None:
-            self._recv = lambda: sock.recv(1 << 20, socket.MSG_DONTWAIT)
+            self._recv = lambda: sock.recv_into(self._chunk, 0, socket.MSG_DONTWAIT)
         else:
             os.set_blocking(read_fd, False)
-            self._recv = lambda: os.read(read_fd, 1 << 20)
+            self._recv = lambda: os.readv(read_fd, [self._chunk])
         self._sock = sock
         self._wake_r, self._wake_w = os.pipe()
         self._loop = None
@@ -172,15 +176,15 @@ class Channel:
         """Reads what has arrived and dispatches every complete frame; callable from any thread."""
         with self._read_lock:
             try:
-                chunk = self._recv()
+                size = self._recv()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
-                chunk = b""
-            if not chunk:
+                size = 0
+            if not size:
                 self._on_close()
                 return
-            self._buffer += chunk
+            self._buffer += self._chunk[:size]
             self._dispatch()
 
     def _dispatch(self):

@@ -12,6 +12,7 @@ import {
   catalogIndexed,
   fakeHome,
   IMAGE,
+  percentile,
   referenceServers,
   removeHome,
   removeLeftovers,
@@ -54,16 +55,18 @@ def ms(start):
     return (time.perf_counter() - start) * 1000
 `;
 
-/** One block of sequential echo calls, then as many host-only RPCs (no upstream), timed inside Python. */
+/** One block of sequential echo calls, each timed, then as many host-only RPCs (no upstream), timed
+ * inside Python. */
 const ECHO_BLOCK = `
-t = time.perf_counter()
+calls = []
 for i in range(${block}):
+    t = time.perf_counter()
     await ev.echo(message=str(i))
-echo = ms(t)
+    calls.append(ms(t))
 t = time.perf_counter()
 for i in range(${block}):
     await runtime.list_servers()
-print(json.dumps([echo, ms(t)]))
+print(json.dumps([calls, ms(t)]))
 `;
 
 /** Sequential against gathered calls of echo and of a tool with latency, timed inside Python. */
@@ -107,11 +110,15 @@ async function directClient(): Promise<Client> {
   return client;
 }
 
-/** Milliseconds for `n` sequential echo calls through `client`. */
-async function directEchoMs(client: Client, n: number): Promise<number> {
-  const start = performance.now();
-  for (let i = 0; i < n; i++) await client.callTool({ name: "echo", arguments: { message: String(i) } });
-  return performance.now() - start;
+/** Milliseconds of each of `n` sequential echo calls through `client`. */
+async function directEchoMs(client: Client, n: number): Promise<number[]> {
+  const calls: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const start = performance.now();
+    await client.callTool({ name: "echo", arguments: { message: String(i) } });
+    calls.push(performance.now() - start);
+  }
+  return calls;
 }
 
 /** tools/list of a serve whose HOME configures `servers`; the serve is closed before returning. */
@@ -149,18 +156,18 @@ async function sequentialTimes(
   direct: Client,
   command: string[] | undefined,
   parallel: boolean,
-): Promise<{ proxied: number[]; straight: number[]; rpcOnly: number[]; times?: ParallelTimes }> {
+): Promise<Sequential & { times?: ParallelTimes }> {
   const served = await startServe({ home, env: { CODEMODE_RUNTIME: "podman" }, command });
   // Blocks of proxied and direct calls alternate, so a change in machine load hits both sides alike.
-  const proxied: number[] = [];
-  const straight: number[] = [];
+  const proxied: number[][] = [];
+  const straight: number[][] = [];
   const rpcOnly: number[] = [];
   try {
     await served.runtimeSelected();
     await catalogIndexed(home, 3);
     await served.run(WARM_UP);
     for (let round = 0; round < counts.rounds; round++) {
-      const [echo, hostOnly] = JSON.parse((await served.run(ECHO_BLOCK)).text) as number[];
+      const [echo, hostOnly] = JSON.parse((await served.run(ECHO_BLOCK)).text) as [number[], number];
       proxied.push(echo);
       rpcOnly.push(hostOnly);
       straight.push(await directEchoMs(direct, block));
@@ -178,36 +185,56 @@ async function sequentialTimes(
   }
 }
 
+/** Per-call times of each alternating block, proxied and direct, and the host-only block times. */
+interface Sequential {
+  proxied: number[][];
+  straight: number[][];
+  rpcOnly: number[];
+}
+
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
+/** How a side's calls spread: the median, and the share of the total spent in calls over 2 ms. */
+function spread(calls: number[]): string {
+  const slow = sum(calls.filter((ms) => ms > 2));
+  return `median ${percentile(calls, 0.5).toFixed(3)} ms, ${
+    (100 * slow / sum(calls)).toFixed(0)
+  }% of the time in ` +
+    `calls over 2 ms`;
+}
+
 /** The proxy-overhead rows of one serve build. */
-function sequentialRows(
-  label: string,
-  { proxied, straight, rpcOnly }: { proxied: number[]; straight: number[]; rpcOnly: number[] },
-): Row[] {
+function sequentialRows(label: string, { proxied, straight, rpcOnly }: Sequential): Row[] {
+  const proxiedCalls = proxied.flat();
+  const straightCalls = straight.flat();
+  const proxiedMs = sum(proxiedCalls);
   return [
     row({
       section: "proxy",
       metric: `${counts.sequential} sequential echo calls from sandbox code, serve ${label}`,
-      value: sum(proxied),
+      value: proxiedMs,
       unit: "ms",
       baseline: {
         label: `${counts.sequential} echo calls, SDK client → server-everything`,
-        value: sum(straight),
+        value: sum(straightCalls),
       },
       goal: { on: "ratio", op: "≤", limit: 1.5 },
-      note: `per call ${(sum(proxied) / counts.sequential).toFixed(3)} ms vs ${
-        (sum(straight) / counts.sequential).toFixed(3)
-      } ms; ${counts.rounds} alternating blocks of ${block}, per-block ratios ${
-        proxied.map((p, i) => (p / straight[i]).toFixed(2)).join(", ")
-      }`,
+      note:
+        `per call ${(proxiedMs / counts.sequential).toFixed(3)} ms vs ${
+          (sum(straightCalls) / counts.sequential).toFixed(3)
+        } ms; proxied ${spread(proxiedCalls)}; direct ${
+          spread(straightCalls)
+        }; ${counts.rounds} alternating ` +
+        `blocks of ${block}, per-block ratios ${
+          proxied.map((p, i) => (sum(p) / sum(straight[i])).toFixed(2)).join(", ")
+        }`,
     }),
     row({
       section: "proxy",
       metric: `${counts.sequential} sequential runtime.list_servers() from sandbox code, serve ${label}`,
       value: sum(rpcOnly),
       unit: "ms",
-      baseline: { label: "the echo calls from sandbox code above", value: sum(proxied) },
+      baseline: { label: "the echo calls from sandbox code above", value: proxiedMs },
       note: `per call ${
         (sum(rpcOnly) / counts.sequential).toFixed(3)
       } ms: the sandbox↔host hop alone, no upstream`,

@@ -111,7 +111,7 @@ async function directClient(): Promise<Client> {
 }
 
 /** Milliseconds of each of `n` sequential echo calls through `client`. */
-async function directEchoMs(client: Client, n: number): Promise<number[]> {
+async function directEchoCalls(client: Client, n: number): Promise<number[]> {
   const calls: number[] = [];
   for (let i = 0; i < n; i++) {
     const start = performance.now();
@@ -170,7 +170,7 @@ async function sequentialTimes(
       const [echo, hostOnly] = JSON.parse((await served.run(ECHO_BLOCK)).text) as [number[], number];
       proxied.push(echo);
       rpcOnly.push(hostOnly);
-      straight.push(await directEchoMs(direct, block));
+      straight.push(await directEchoCalls(direct, block));
     }
     if (!parallel) return { proxied, straight, rpcOnly };
     const { text } = await served.run(PARALLEL);

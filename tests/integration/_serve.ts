@@ -31,6 +31,21 @@ export interface Served {
   close(): Promise<void>;
 }
 
+/** A `Deno.test` over one shared serve that `session()` starts on first use; ignored when not `usable`. */
+export function serveTest(
+  usable: boolean,
+  session: () => Promise<Served>,
+): (name: string, fn: (s: Served) => Promise<void>) => void {
+  return (name, fn) =>
+    Deno.test({
+      name,
+      ignore: !usable,
+      sanitizeOps: false,
+      sanitizeResources: false,
+      fn: async () => fn(await session()),
+    });
+}
+
 /** Writes an MCPs-dir config with the npm reference servers into a fresh HOME. */
 export function fakeHome(extra: Record<string, unknown> = {}): string {
   const home = mkdtempSync(join(tmpdir(), "codemode-home-"));

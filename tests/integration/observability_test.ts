@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, serve, type Served } from "./_serve.ts";
+import { ROOT, serve, type Served, serveTest } from "./_serve.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
 import { TEST_IMAGE } from "./_harness.ts";
 import type { StatsSnapshot } from "../../core/stats.ts";
@@ -40,14 +40,7 @@ async function session(): Promise<Served> {
   return served;
 }
 
-const test = (name: string, fn: (s: Served) => Promise<void>) =>
-  Deno.test({
-    name,
-    ignore: !usable,
-    sanitizeOps: false,
-    sanitizeResources: false,
-    fn: async () => fn(await session()),
-  });
+const test = serveTest(usable, session);
 
 async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
   for (let i = 0; i < 100; i++) {

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fakeHome, ROOT, serve, type Served } from "./_serve.ts";
+import { fakeHome, ROOT, serve, type Served, serveTest } from "./_serve.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
 import { TEST_IMAGE } from "./_harness.ts";
 
@@ -34,14 +34,7 @@ async function session(): Promise<Served> {
   return served;
 }
 
-const test = (name: string, fn: (s: Served) => Promise<void>) =>
-  Deno.test({
-    name,
-    ignore: !usable,
-    sanitizeOps: false,
-    sanitizeResources: false,
-    fn: async () => fn(await session()),
-  });
+const test = serveTest(usable, session);
 
 test("tools/list offers exactly run_python", async (s) => {
   const { tools } = await s.client.listTools();

@@ -13,8 +13,8 @@
  */
 import { Codemode, type CodemodeOptions } from "./core/app.ts";
 import { PluginRegistry } from "./core/registry.ts";
-import { loadSettings, type Settings } from "./core/settings.ts";
-import { configureLog } from "./core/log.ts";
+import { loadSettings, type Settings } from "./core/config/settings.ts";
+import { configureLog } from "./core/observe/log.ts";
 import { podman } from "./plugins/runtime/podman.ts";
 import { docker } from "./plugins/runtime/docker.ts";
 import { nerdctl } from "./plugins/runtime/nerdctl.ts";
@@ -24,14 +24,14 @@ import { toon } from "./plugins/output/toon.ts";
 import { json } from "./plugins/output/json.ts";
 import { defaultDiscoveryPlugins } from "./plugins/discovery/mod.ts";
 import { bootstrapCommand, bootstrapFrame } from "./sandbox/source.ts";
-import { VERSION } from "./cli/version.ts";
+import { VERSION } from "./core/version.ts";
 
 export type * from "./core/contracts/runtime.ts";
 export type * from "./core/contracts/output.ts";
 export type * from "./core/contracts/discovery.ts";
 export { Codemode, type CodemodeOptions } from "./core/app.ts";
 export { PluginRegistry } from "./core/registry.ts";
-export { loadSettings, type Settings, SettingsError } from "./core/settings.ts";
+export { loadSettings, type Settings, SettingsError } from "./core/config/settings.ts";
 export { compact, docker, json, nerdctl, podman, pyodide, toon };
 export { VERSION };
 

@@ -4,13 +4,13 @@
  * @module
  */
 import type { Tool } from "@modelcontextprotocol/client";
-import { loadSettings, type Settings } from "../core/settings.ts";
-import { configureLog } from "../core/log.ts";
-import { defaultDiscoveryContext, discoverServers, type Discovery } from "../core/discovery.ts";
+import { loadSettings, type Settings } from "../core/config/settings.ts";
+import { configureLog } from "../core/observe/log.ts";
+import { defaultDiscoveryContext, discoverServers, type Discovery } from "../core/config/discovery.ts";
 import { defaultDiscoveryPlugins } from "../plugins/discovery/mod.ts";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
-import type { UpstreamPool } from "../core/upstream_pool.ts";
-import { type Policy, policyOf } from "../core/policy.ts";
+import type { UpstreamPool } from "../core/upstream/pool.ts";
+import { type Policy, policyOf } from "../core/config/policy.ts";
 
 /** Settings, discovered servers and a lazy tool lister. */
 export interface CliConfig {
@@ -33,7 +33,7 @@ export async function cliConfig(): Promise<CliConfig> {
   let pool: Promise<UpstreamPool> | undefined;
   // A refused server is never started, not even to index its tools.
   const getPool = () =>
-    pool ??= import("../core/upstream_pool.ts").then(({ UpstreamPool }) =>
+    pool ??= import("../core/upstream/pool.ts").then(({ UpstreamPool }) =>
       new UpstreamPool(discovery.servers.filter((s) => policy.allowsServer(s.name).ok))
     );
   return {

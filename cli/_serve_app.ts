@@ -4,7 +4,7 @@
  * @module
  */
 import { type Codemode, createCodemode } from "../mod.ts";
-import { log } from "../core/log.ts";
+import { log } from "../core/observe/log.ts";
 
 /** Creates the app for `serve`; stdout is kept free of library output from here on. */
 export async function startServeApp(): Promise<Codemode> {

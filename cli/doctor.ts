@@ -6,10 +6,10 @@
  */
 import { createCodemode, defaultPlugins } from "../mod.ts";
 import { bootstrapCommand, bootstrapFrame } from "../sandbox/source.ts";
-import { checkSettings, type DoctorReport, runDoctor } from "../core/doctor_checks.ts";
-import { configCandidates, type ConfigFile, ConfigFileError, readConfigFile } from "../core/config_file.ts";
-import type { RuntimeCheck } from "../core/doctor_runtime.ts";
-import { VERSION } from "./version.ts";
+import { checkSettings, type DoctorReport, runDoctor } from "../core/doctor/checks.ts";
+import { configCandidates, type ConfigFile, ConfigFileError, readConfigFile } from "../core/config/file.ts";
+import type { RuntimeCheck } from "../core/doctor/runtime.ts";
+import { VERSION } from "../core/version.ts";
 import { type Colors, colors, formatMs, mark, printJson, table } from "./_render.ts";
 
 /** Flags of `codemode doctor`. */

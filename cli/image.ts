@@ -5,7 +5,7 @@
  */
 import { type Command, Option } from "commander";
 import type { ImageStore, RuntimePlugin } from "../core/contracts/runtime.ts";
-import type { ImageBuildEvent, ImageBuildResult } from "../core/image_build.ts";
+import type { ImageBuildEvent, ImageBuildResult } from "../core/sandbox/image_build.ts";
 
 const ENGINES = ["podman", "docker", "nerdctl"] as const;
 type Engine = typeof ENGINES[number];
@@ -45,7 +45,7 @@ export async function imageBuild(flags: ImageBuildFlags): Promise<number> {
   const { colors } = await import("./_render.ts");
   const c = colors(process.stderr);
   try {
-    const { buildImage, DEFAULT_IMAGE } = await import("../core/image_build.ts");
+    const { buildImage, DEFAULT_IMAGE } = await import("../core/sandbox/image_build.ts");
     const runtime = await chooseEngine(flags.runtime);
     const ref = flags.tag ?? process.env.CODEMODE_IMAGE ?? DEFAULT_IMAGE;
     const progress = await progressReporter(Boolean(process.stderr.isTTY));

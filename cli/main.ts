@@ -4,7 +4,7 @@
  * @module
  */
 import { Command, CommanderError, Option } from "commander";
-import { VERSION } from "./version.ts";
+import { VERSION } from "../core/version.ts";
 
 /** Exit code for usage errors. */
 export const USAGE_ERROR = 2;

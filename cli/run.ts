@@ -6,7 +6,7 @@
  */
 import { readFile } from "node:fs/promises";
 import type { RunResult } from "../core/contracts/output.ts";
-import { loadSettings, SettingsError } from "../core/settings.ts";
+import { loadSettings, SettingsError } from "../core/config/settings.ts";
 import type { OutputPlugin } from "../core/contracts/output.ts";
 import { createCodemode, defaultPlugins } from "../mod.ts";
 

@@ -6,8 +6,8 @@
  */
 import type { Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
-import { type CatalogProgress, ToolCatalog } from "../core/tool_catalog.ts";
-import { Policy } from "../core/policy.ts";
+import { type CatalogProgress, ToolCatalog } from "../core/catalog/catalog.ts";
+import { Policy } from "../core/config/policy.ts";
 import pc from "picocolors";
 
 /** What the catalog commands need from the CLI wiring. */

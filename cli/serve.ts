@@ -6,7 +6,7 @@
  */
 import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { startServeApp } from "./_serve_app.ts";
-import { log } from "../core/log.ts";
+import { log } from "../core/observe/log.ts";
 import type { HttpServeOptions } from "./serve_http.ts";
 
 /** Options of `codemode serve`. */

@@ -5,9 +5,9 @@
  * @module
  */
 import { startServeApp } from "./_serve_app.ts";
-import { McpHttpServer } from "../core/http_server.ts";
-import { isLoopbackHost } from "../core/http_guard.ts";
-import { log } from "../core/log.ts";
+import { McpHttpServer } from "../core/serve/http_server.ts";
+import { isLoopbackHost } from "../core/serve/http_guard.ts";
+import { log } from "../core/observe/log.ts";
 
 /** Default port of `serve --http`. */
 export const DEFAULT_PORT = 8765;

@@ -5,7 +5,7 @@
  */
 import { cliConfig } from "./_config.ts";
 import { colors, mark, printJson, table } from "./_render.ts";
-import { ToolCatalog } from "../core/tool_catalog.ts";
+import { ToolCatalog } from "../core/catalog/catalog.ts";
 
 /** Runs `codemode servers`; exit 1 when a config file has an error. */
 export async function servers(opts: { json?: boolean }): Promise<number> {

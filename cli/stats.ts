@@ -4,9 +4,9 @@
  * removed). Tables on a terminal; `--json` prints the snapshots as an array for scripts.
  * @module
  */
-import { loadSettings } from "../core/settings.ts";
-import type { StatsSnapshot } from "../core/stats.ts";
-import { readLiveSnapshots } from "../core/stats_file.ts";
+import { loadSettings } from "../core/config/settings.ts";
+import type { StatsSnapshot } from "../core/observe/stats.ts";
+import { readLiveSnapshots } from "../core/observe/stats_file.ts";
 import { colors, formatMs, printJson, table } from "./_render.ts";
 
 /** Runs `codemode stats`; exit 0 even when no server runs (that is an answer, not a failure). */

@@ -3,8 +3,8 @@
  * listing the server. Imports no MCP client or runtime: the caller's `lister` decides how servers start.
  * @module
  */
-import { pythonAlias } from "../core/protocol.ts";
-import { Policy } from "../core/policy.ts";
+import { pythonAlias } from "../core/python_alias.ts";
+import { Policy } from "../core/config/policy.ts";
 import { type CatalogDeps, firstSentence, indexedCatalog, terminal } from "./search.ts";
 
 /** Options of {@link runTools}. */

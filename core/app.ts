@@ -6,22 +6,22 @@
 import type { McpServer } from "@modelcontextprotocol/server";
 import type { Diagnostic, DiscoveryContext, ServerSpec } from "./contracts/discovery.ts";
 import type { RuntimePlugin } from "./contracts/runtime.ts";
-import type { BootstrapConfig, HostFrame } from "./protocol.ts";
-import { pythonAlias } from "./protocol.ts";
-import type { Settings } from "./settings.ts";
+import type { BootstrapConfig, HostFrame } from "./sandbox/protocol.ts";
+import { pythonAlias } from "./python_alias.ts";
+import type { Settings } from "./config/settings.ts";
 import type { PluginRegistry } from "./registry.ts";
-import { defaultDiscoveryContext, discoverServers, type Discovery } from "./discovery.ts";
-import { UpstreamPool } from "./upstream_pool.ts";
-import { ToolCatalog } from "./tool_catalog.ts";
-import { encodeRawResult, unwrapToolResult } from "./tool_result.ts";
-import { sandboxApi } from "./sandbox_api.ts";
-import { SessionManager } from "./session_manager.ts";
-import { createMcpServer } from "./mcp_server.ts";
-import { selectRuntime } from "./runtime_select.ts";
-import { capabilityText } from "./capabilities.ts";
-import { type Policy, policyOf } from "./policy.ts";
-import { log } from "./log.ts";
-import { StatsPublisher } from "./stats_file.ts";
+import { defaultDiscoveryContext, discoverServers, type Discovery } from "./config/discovery.ts";
+import { UpstreamPool } from "./upstream/pool.ts";
+import { ToolCatalog } from "./catalog/catalog.ts";
+import { encodeRawResult, unwrapToolResult } from "./sandbox/tool_result.ts";
+import { sandboxApi } from "./sandbox/api.ts";
+import { SessionManager } from "./sandbox/session_manager.ts";
+import { createMcpServer } from "./serve/mcp_server.ts";
+import { selectRuntime } from "./sandbox/runtime_select.ts";
+import { capabilityText } from "./serve/capabilities.ts";
+import { type Policy, policyOf } from "./config/policy.ts";
+import { log } from "./observe/log.ts";
+import { StatsPublisher } from "./observe/stats_file.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {

@@ -4,7 +4,7 @@
  * works. Text imports keep the sources inside a compiled binary (Deno and Bun both support them).
  * @module
  */
-import type { BootstrapConfig, HostFrame } from "../core/protocol.ts";
+import type { BootstrapConfig, HostFrame } from "../core/sandbox/protocol.ts";
 import bootstrap from "./bootstrap.py" with { type: "text" };
 import runtimeInit from "./codemode_runtime/__init__.py" with { type: "text" };
 import capture from "./codemode_runtime/capture.py" with { type: "text" };

@@ -8,9 +8,9 @@ import type { Tool } from "@modelcontextprotocol/client";
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
-import { ToolCatalog } from "../core/tool_catalog.ts";
-import { toolDoc } from "../core/tool_docs.ts";
-import { ToolIndex } from "../core/tool_index.ts";
+import { ToolCatalog } from "../core/catalog/catalog.ts";
+import { toolDoc } from "../core/catalog/docs.ts";
+import { ToolIndex } from "../core/catalog/index.ts";
 import { syntheticCatalog } from "./synthetic_catalog.ts";
 
 /** In-process search timings. */

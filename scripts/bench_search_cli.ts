@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { toolDoc } from "../core/tool_docs.ts";
+import { toolDoc } from "../core/catalog/docs.ts";
 import { benchProcess, benchQueries, benchSearch, benchServers, populateCache } from "./bench_search.ts";
 import {
   BINARY,

@@ -8,8 +8,14 @@
 import Fuse, { type IFuseOptions } from "fuse.js";
 import { readFileSync } from "node:fs";
 import type { Tool } from "@modelcontextprotocol/client";
-import { SEARCH_FIELDS, type SearchField, searchFields, type ToolDoc, toolDoc } from "../core/tool_docs.ts";
-import { defaults, queryTerms, ToolIndex, type ToolIndexOptions } from "../core/tool_index.ts";
+import {
+  SEARCH_FIELDS,
+  type SearchField,
+  searchFields,
+  type ToolDoc,
+  toolDoc,
+} from "../core/catalog/docs.ts";
+import { defaults, queryTerms, ToolIndex, type ToolIndexOptions } from "../core/catalog/index.ts";
 import { syntheticCatalog } from "./synthetic_catalog.ts";
 
 const dir = new URL("../tests/testdata/catalogs/", import.meta.url);

@@ -6,7 +6,7 @@
  */
 
 import type { DiscoveryContext, DiscoveryPlugin } from "../../core/contracts/discovery.ts";
-import { braceBareVars } from "../../core/expand_vars.ts";
+import { braceBareVars } from "../../core/config/expand_vars.ts";
 import { type Flavour, inScopes, jsonPlugin, type Location, pathFor } from "./_private.ts";
 
 /** Options for the Gemini CLI plugin. */

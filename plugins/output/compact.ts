@@ -4,7 +4,7 @@
  * @module
  */
 import type { OutputPlugin, RunResult } from "../../core/contracts/output.ts";
-import { resultFields } from "../../core/result_fields.ts";
+import { resultFields } from "./_result_fields.ts";
 
 /** Options of the compact output plugin. */
 export interface CompactOptions {

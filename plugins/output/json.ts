@@ -3,7 +3,7 @@
  * @module
  */
 import type { OutputPlugin, RunResult } from "../../core/contracts/output.ts";
-import { resultFields } from "../../core/result_fields.ts";
+import { resultFields } from "./_result_fields.ts";
 
 /** Options of the JSON output plugin. */
 export interface JsonOptions {

@@ -4,7 +4,7 @@
  */
 import { encode } from "@toon-format/toon";
 import type { OutputPlugin, RunResult } from "../../core/contracts/output.ts";
-import { resultFields } from "../../core/result_fields.ts";
+import { resultFields } from "./_result_fields.ts";
 
 /** Options of the TOON output plugin (none yet; kept for the factory shape). */
 export type ToonOptions = Record<never, never>;

@@ -6,7 +6,7 @@
  */
 
 import { clearTimeout, setTimeout } from "node:timers";
-import { log } from "../../core/log.ts";
+import { log } from "../../core/observe/log.ts";
 
 /** Retry timing of `PendingRemovals`. */
 export interface PendingRemovalsOptions {

@@ -18,7 +18,7 @@ import type {
   SandboxProcess,
   SandboxStartOptions,
 } from "../../core/contracts/runtime.ts";
-import { DEFAULT_IMAGE } from "../../core/image_build.ts";
+import { DEFAULT_IMAGE } from "../../core/sandbox/image_build.ts";
 import { diagnose, engineEnv, execCli, firstErrorLine, parseInspectLines, parseMemory } from "./_oci_exec.ts";
 import { PendingRemovals } from "./_pending_removals.ts";
 import { type SeccompChoice, type SeccompProfileError, seccompProfilePath } from "./seccomp.ts";

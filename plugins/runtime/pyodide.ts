@@ -23,7 +23,7 @@ import type {
   SandboxProcess,
   SandboxStartOptions,
 } from "../../core/contracts/runtime.ts";
-import { log } from "../../core/log.ts";
+import { log } from "../../core/observe/log.ts";
 import { denoArgs, denoEnv, findDeno, memoryBytes, parseDenoVersion } from "./_pyodide_deno.ts";
 import {
   cacheDir,

@@ -15,7 +15,7 @@ import type { StdioClientTransport as StdioV1Type } from "@modelcontextprotocol/
 import { StdioClientTransport as StdioV1Untyped } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
-import { VERSION } from "../../cli/version.ts";
+import { VERSION } from "../../core/version.ts";
 import {
   BINARY,
   environment,

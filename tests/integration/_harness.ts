@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import type { RuntimePlugin } from "../../core/contracts/runtime.ts";
-import { LABELS, SessionManager, type SessionManagerOptions } from "../../core/session_manager.ts";
-import type { RpcHandler } from "../../core/rpc.ts";
+import { LABELS, SessionManager, type SessionManagerOptions } from "../../core/sandbox/session_manager.ts";
+import type { RpcHandler } from "../../core/sandbox/rpc.ts";
 import { bootstrapCommand, bootstrapFrame } from "../../sandbox/source.ts";
 
 /** The image integration tests use. */

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { RuntimePlugin } from "../../core/contracts/runtime.ts";
-import { LABELS } from "../../core/session_manager.ts";
+import { LABELS } from "../../core/sandbox/session_manager.ts";
 
 /** Repository root. */
 export const ROOT = resolve(new URL("../..", import.meta.url).pathname);

@@ -1,6 +1,6 @@
 /**
  * `codemode servers`, `search` and `tools` as a user runs them: a real process, a HOME holding real
- * client configs (the shared fixtures plus server-everything from npm), JSON output for scripts.
+ * client configs (the fixtures in tests/testdata plus server-everything from npm), JSON output for scripts.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { fakeHome, ROOT } from "./_serve.ts";
 
 const exec = promisify(execFile);
-const FIXTURES = join(ROOT, "../shared/fixtures/client-configs");
+const FIXTURES = join(ROOT, "tests/testdata/client-configs");
 
 /** A HOME with server-everything/-memory (MCPs dir), Claude Desktop's fixture and a broken file. */
 function home(): string {

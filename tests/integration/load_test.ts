@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { fakeHome, HOST_SECRET, SERVER_SECRET } from "./_serve.ts";
 import { connectHttp, containersLabelled, type HttpClient, startHttpServe } from "./_serve_http.ts";
-import { LABELS } from "../../core/session_manager.ts";
+import { LABELS } from "../../core/sandbox/session_manager.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
 import { TEST_IMAGE } from "./_harness.ts";
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { ROOT, serve, type Served, serveTest } from "./_serve.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
 import { TEST_IMAGE } from "./_harness.ts";
-import type { StatsSnapshot } from "../../core/stats.ts";
+import type { StatsSnapshot } from "../../core/observe/stats.ts";
 
 const runtime = podman();
 const usable = (await runtime.detect()).available && await runtime.imageExists(TEST_IMAGE);

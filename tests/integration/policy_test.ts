@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { fakeHome, ROOT, serve, type Served, SERVER_SECRET } from "./_serve.ts";
 import { connectHttp, containersLabelled, eventually, startHttpServe } from "./_serve_http.ts";
 import { TEST_IMAGE } from "./_harness.ts";
-import { LABELS } from "../../core/session_manager.ts";
+import { LABELS } from "../../core/sandbox/session_manager.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
 
 const runtime = podman();

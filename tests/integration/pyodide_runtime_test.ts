@@ -1,6 +1,6 @@
 /**
  * The pyodide runtime through the real host session: real Pyodide in a real locked-down deno subprocess,
- * driven by core/sandbox_session.ts exactly like a container. Also measures start-up and round trips.
+ * driven by core/sandbox/session.ts exactly like a container. Also measures start-up and round trips.
  */
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { installPyodideAssets, type PrepareProgress, pyodide } from "../../plugins/runtime/pyodide.ts";
 import { denoArgs, denoEnv, findDeno, memoryBytes } from "../../plugins/runtime/_pyodide_deno.ts";
 import { findPyodideAssets, PYODIDE_FILES } from "../../plugins/runtime/_pyodide_files.ts";
-import { SandboxSession } from "../../core/sandbox_session.ts";
+import { SandboxSession } from "../../core/sandbox/session.ts";
 import type { SandboxStartOptions } from "../../core/contracts/runtime.ts";
-import type { RpcHandler } from "../../core/rpc.ts";
+import type { RpcHandler } from "../../core/sandbox/rpc.ts";
 import { bootstrapCommand, bootstrapFrame } from "../../sandbox/source.ts";
 import { echoRpc, sessions } from "./_harness.ts";
 

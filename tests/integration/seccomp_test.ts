@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import process from "node:process";
 import type { RuntimePlugin, SandboxLimits } from "../../core/contracts/runtime.ts";
-import { DEFAULT_IMAGE } from "../../core/image_build.ts";
+import { DEFAULT_IMAGE } from "../../core/sandbox/image_build.ts";
 import { docker } from "../../plugins/runtime/docker.ts";
 import type { OciOptions } from "../../plugins/runtime/oci_base.ts";
 import { podman } from "../../plugins/runtime/podman.ts";

@@ -19,7 +19,7 @@ import {
   type HttpServe,
   startHttpServe,
 } from "./_serve_http.ts";
-import { LABELS } from "../../core/session_manager.ts";
+import { LABELS } from "../../core/sandbox/session_manager.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
 import { TEST_IMAGE } from "./_harness.ts";
 

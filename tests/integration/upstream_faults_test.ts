@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import process from "node:process";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
 import { alive, textOf } from "./_harness.ts";
-import { setLogLevel, setLogSink } from "../../core/log.ts";
-import { encodeWithinLimits, ResultLimitError } from "../../core/tool_result.ts";
+import { setLogLevel, setLogSink } from "../../core/observe/log.ts";
+import { encodeWithinLimits, ResultLimitError } from "../../core/sandbox/tool_result.ts";
 import {
   UnknownServerError,
   UpstreamCallError,
@@ -19,7 +19,7 @@ import {
   UpstreamResultTooLargeError,
   UpstreamStartError,
   UpstreamTimeoutError,
-} from "../../core/upstream_pool.ts";
+} from "../../core/upstream/pool.ts";
 
 const source = { plugin: "test", file: "test", key: "test" };
 const SERVER = new URL("../testdata/servers/faulty_server.ts", import.meta.url).pathname;

@@ -10,9 +10,9 @@ import process from "node:process";
 import { Buffer } from "node:buffer";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
 import { alive, textOf } from "./_harness.ts";
-import { BYTES_MARKER } from "../../core/protocol.ts";
-import { ToolError, unwrapToolResult } from "../../core/tool_result.ts";
-import { UpstreamExitedError, UpstreamPool } from "../../core/upstream_pool.ts";
+import { BYTES_MARKER } from "../../core/sandbox/protocol.ts";
+import { ToolError, unwrapToolResult } from "../../core/sandbox/tool_result.ts";
+import { UpstreamExitedError, UpstreamPool } from "../../core/upstream/pool.ts";
 
 const source = { plugin: "test", file: "test", key: "test" };
 const modules = new URL("../../node_modules/@modelcontextprotocol/", import.meta.url).pathname;

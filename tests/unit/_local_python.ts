@@ -4,7 +4,7 @@
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { type BootstrapConfig, type HostFrame, SandboxFrame } from "../../core/protocol.ts";
+import { type BootstrapConfig, type HostFrame, SandboxFrame } from "../../core/sandbox/protocol.ts";
 import { bootstrapCommand, bootstrapFrame } from "../../sandbox/source.ts";
 
 /** A frame the runtime sent, validated by the host's own schema. */

@@ -7,8 +7,8 @@ import {
   ConfigFileError,
   parseConfigFile,
   readConfigFile,
-} from "../../core/config_file.ts";
-import { loadSettings, SettingsError } from "../../core/settings.ts";
+} from "../../core/config/file.ts";
+import { loadSettings, SettingsError } from "../../core/config/settings.ts";
 
 /** A project directory and a HOME with a user config dir, both empty. */
 function dirs(): { cwd: string; home: string; user: string } {

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { DiscoveryContext, DiscoveryPlugin, ServerSpec } from "../../core/contracts/discovery.ts";
-import { defaultDiscoveryContext, discoverServers, selfReference } from "../../core/discovery.ts";
+import { defaultDiscoveryContext, discoverServers, selfReference } from "../../core/config/discovery.ts";
 import {
   claudeCode,
   claudeDesktop,
@@ -13,7 +13,7 @@ import {
   mcpsDir,
 } from "../../plugins/discovery/mod.ts";
 
-const FIXTURES = new URL("../../../shared/fixtures/client-configs/", import.meta.url);
+const FIXTURES = new URL("../testdata/client-configs/", import.meta.url);
 
 function fixture(name: string): Promise<string> {
   return readFile(new URL(name, FIXTURES), "utf8");

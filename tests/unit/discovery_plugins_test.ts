@@ -14,7 +14,7 @@ import {
   windsurf,
 } from "../../plugins/discovery/mod.ts";
 
-const FIXTURES = new URL("../../../shared/fixtures/client-configs/", import.meta.url);
+const FIXTURES = new URL("../testdata/client-configs/", import.meta.url);
 
 function fixture(name: string): Promise<string> {
   return readFile(new URL(name, FIXTURES), "utf8");

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import pc from "picocolors";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
-import { type ConfigFile, ConfigFileError, parseConfigFile } from "../../core/config_file.ts";
-import { checkSettings, type DiscoveryFacts, runDoctor } from "../../core/doctor_checks.ts";
-import { checkConfigFile } from "../../core/doctor_config.ts";
+import { type ConfigFile, ConfigFileError, parseConfigFile } from "../../core/config/file.ts";
+import { checkSettings, type DiscoveryFacts, runDoctor } from "../../core/doctor/checks.ts";
+import { checkConfigFile } from "../../core/doctor/config.ts";
 import { renderReport } from "../../cli/doctor.ts";
 
 const FILE = "/proj/codemode.yaml";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { explainFailure, parseSeccompFacts, seccompProblem } from "../../core/doctor_runtime.ts";
+import { explainFailure, parseSeccompFacts, seccompProblem } from "../../core/doctor/runtime.ts";
 
 Deno.test("a sandbox whose seccomp(2) probe gets EPERM runs under codemode's profile", () => {
   assert.deepEqual(parseSeccompFacts(`{"mode": "2", "filters": "1", "probe": "EPERM"}`), {

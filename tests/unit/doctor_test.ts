@@ -10,13 +10,13 @@ import type {
   SandboxStartOptions,
 } from "../../core/contracts/runtime.ts";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
-import type { HostFrame } from "../../core/protocol.ts";
+import type { HostFrame } from "../../core/sandbox/protocol.ts";
 import {
   checkRuntime,
   explainFailure,
   type RuntimeCheck,
   type RuntimeCheckOptions,
-} from "../../core/doctor_runtime.ts";
+} from "../../core/doctor/runtime.ts";
 import {
   checkConfigs,
   checkServers,
@@ -25,7 +25,7 @@ import {
   chooseRuntime,
   type DiscoveryFacts,
   runDoctor,
-} from "../../core/doctor_checks.ts";
+} from "../../core/doctor/checks.ts";
 
 const encoder = new TextEncoder();
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { braceBareVars, expandServer, expandVars } from "../../core/expand_vars.ts";
+import { braceBareVars, expandServer, expandVars } from "../../core/config/expand_vars.ts";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
 
 const context = {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readFrames } from "../../core/frame_reader.ts";
+import { readFrames } from "../../core/sandbox/frame_reader.ts";
 
 function streamOf(...chunks: (string | Uint8Array)[]): ReadableStream<Uint8Array> {
   const enc = new TextEncoder();

@@ -3,7 +3,12 @@
  * loopback or wildcard.
  */
 import assert from "node:assert/strict";
-import { allowedHostsFor, guardRequest, isLoopbackHost, isWildcardHost } from "../../core/http_guard.ts";
+import {
+  allowedHostsFor,
+  guardRequest,
+  isLoopbackHost,
+  isWildcardHost,
+} from "../../core/serve/http_guard.ts";
 
 const local = { allowedHosts: allowedHostsFor("127.0.0.1") };
 

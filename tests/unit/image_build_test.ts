@@ -8,7 +8,7 @@ import {
   type ImageBuildEvent,
   type LineSpawner,
   RECIPE_PATH,
-} from "../../core/image_build.ts";
+} from "../../core/sandbox/image_build.ts";
 
 /** An image store that records what it was asked to do. */
 function fakeStore(calls: string[], options: { failImport?: boolean } = {}): ImageStore {

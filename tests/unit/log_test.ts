@@ -11,7 +11,7 @@ import {
   setLogLevel,
   setLogSink,
   withLogScope,
-} from "../../core/log.ts";
+} from "../../core/observe/log.ts";
 
 /** Runs `fn` with log lines captured at `level` (read them with `lines()`), then restores the defaults. */
 async function captured(

@@ -2,11 +2,16 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/client";
 import { InMemoryTransport } from "@modelcontextprotocol/server";
 import { encode } from "gpt-tokenizer/encoding/o200k_base";
-import { CAPABILITIES_URI, type CodeRunner, createMcpServer, STATS_URI } from "../../core/mcp_server.ts";
+import {
+  CAPABILITIES_URI,
+  type CodeRunner,
+  createMcpServer,
+  STATS_URI,
+} from "../../core/serve/mcp_server.ts";
 import { compact } from "../../plugins/output/compact.ts";
 import type { RunResult } from "../../core/contracts/output.ts";
-import type { RunOptions } from "../../core/sandbox_session.ts";
-import { log, setLogLevel, setLogSink } from "../../core/log.ts";
+import type { RunOptions } from "../../core/sandbox/session.ts";
+import { log, setLogLevel, setLogSink } from "../../core/observe/log.ts";
 
 /** A runner that records calls and answers from a script: logic-only fake, no sandbox. */
 function fakeRunner(answer: (code: string) => RunResult | Error) {

@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import type { IncomingMessage } from "node:http";
-import { readBody, toWebRequest } from "../../core/node_http_bridge.ts";
+import { readBody, toWebRequest } from "../../core/serve/node_http_bridge.ts";
 
 function fakeRequest(chunks: string[], headers: Record<string, string | string[]> = {}): IncomingMessage {
   const encoder = new TextEncoder();

@@ -1,14 +1,8 @@
 import assert from "node:assert/strict";
-import {
-  globMatches,
-  globToRegExp,
-  Policy,
-  policyOf,
-  toolGlobMatches,
-  type Verdict,
-} from "../../core/policy.ts";
-import { loadSettings, SettingsError } from "../../core/settings.ts";
-import { parseConfigFile } from "../../core/config_file.ts";
+import { Policy, policyOf, type Verdict } from "../../core/config/policy.ts";
+import { globMatches, globToRegExp, toolGlobMatches } from "../../core/config/globs.ts";
+import { loadSettings, SettingsError } from "../../core/config/settings.ts";
+import { parseConfigFile } from "../../core/config/file.ts";
 
 const refused = (v: Verdict): string => {
   assert.equal(v.ok, false, "expected a refusal");

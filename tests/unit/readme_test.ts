@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { settingDocs } from "../../core/settings.ts";
+import { settingDocs } from "../../core/config/settings.ts";
 
 Deno.test("README's settings table matches the settings the code accepts", () => {
   const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");

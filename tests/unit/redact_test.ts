@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { isSecretName, looksOpaque, redact, REDACTED, secretsOf } from "../../core/redact.ts";
-import { explainCallFailure } from "../../core/upstream_errors.ts";
-import { UpstreamOutputLog } from "../../core/upstream_output_log.ts";
+import { isSecretName, looksOpaque, redact, REDACTED, secretsOf } from "../../core/upstream/redact.ts";
+import { explainCallFailure } from "../../core/upstream/errors.ts";
+import { UpstreamOutputLog } from "../../core/upstream/output_log.ts";
 
 const TOKEN = "tok-3f9a1c2e-77b0-4d2e-9c1a";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { OutputBuffer } from "../../core/output_buffer.ts";
-import { CANCELLED, type RunRecord, runResult } from "../../core/run_result.ts";
+import { OutputBuffer } from "../../core/sandbox/output_buffer.ts";
+import { CANCELLED, type RunRecord, runResult } from "../../core/sandbox/run_result.ts";
 
 function record(overrides: Partial<RunRecord> = {}): RunRecord {
   const stdout = new OutputBuffer(1024);

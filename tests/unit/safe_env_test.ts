@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { safeEnv, serverEnv } from "../../core/safe_env.ts";
+import { safeEnv, serverEnv } from "../../core/upstream/safe_env.ts";
 
 const host = {
   PATH: "/usr/bin",

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
-import { type DocSearch, sandboxApi, type ToolCaller } from "../../core/sandbox_api.ts";
-import { Policy } from "../../core/policy.ts";
-import { RpcError, type RpcHandler } from "../../core/rpc.ts";
-import { toolDoc } from "../../core/tool_docs.ts";
-import type { SearchHit } from "../../core/tool_index.ts";
+import { type DocSearch, sandboxApi, type ToolCaller } from "../../core/sandbox/api.ts";
+import { Policy } from "../../core/config/policy.ts";
+import { RpcError, type RpcHandler } from "../../core/sandbox/rpc.ts";
+import { toolDoc } from "../../core/catalog/docs.ts";
+import type { SearchHit } from "../../core/catalog/index.ts";
 
 const TOOLS: Record<string, Tool[]> = {
   everything: [

@@ -20,7 +20,7 @@ const echo = (rpc: RpcFrame): RpcAnswer => {
   return { value: { tool: rpc.params.tool, arguments: rpc.params.arguments, raw: rpc.params.raw } };
 };
 
-// Shaped like the host's list_tools answer (core/tool_docs.ts ToolSummary).
+// Shaped like the host's list_tools answer (core/catalog/docs.ts ToolSummary).
 const tools = [
   { server: "my-server", tool: "echo", alias: "echo", description: "Echoes back the input" },
   { server: "my-server", tool: "get-file", alias: "get_file", description: "Reads a file" },

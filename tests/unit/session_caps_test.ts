@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { stats } from "../../core/stats.ts";
+import { stats } from "../../core/observe/stats.ts";
 import type { RuntimePlugin, SandboxProcess } from "../../core/contracts/runtime.ts";
 import type { RunResult } from "../../core/contracts/output.ts";
-import { SessionManager } from "../../core/session_manager.ts";
-import { RunSlots } from "../../core/run_slots.ts";
+import { SessionManager } from "../../core/sandbox/session_manager.ts";
+import { RunSlots } from "../../core/sandbox/run_slots.ts";
 
 const encoder = new TextEncoder();
 

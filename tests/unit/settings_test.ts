@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadSettings, SettingsError } from "../../core/settings.ts";
+import { loadSettings, SettingsError } from "../../core/config/settings.ts";
 
 Deno.test("loadSettings() gives the documented defaults for an empty environment", () => {
   const s = loadSettings({ HOME: "/home/u" });

@@ -3,8 +3,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SAMPLES, Stats } from "../../core/stats.ts";
-import { readLiveSnapshots, statsDir, StatsPublisher } from "../../core/stats_file.ts";
+import { SAMPLES, Stats } from "../../core/observe/stats.ts";
+import { readLiveSnapshots, statsDir, StatsPublisher } from "../../core/observe/stats_file.ts";
 import { renderStats } from "../../cli/stats.ts";
 
 const stateDir = () => mkdtempSync(join(tmpdir(), "codemode-stats-"));

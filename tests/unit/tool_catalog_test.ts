@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
-import { type CatalogProgress, specKey, ToolCatalog } from "../../core/tool_catalog.ts";
+import { type CatalogProgress, specKey, ToolCatalog } from "../../core/catalog/catalog.ts";
 import { runSearch } from "../../cli/search.ts";
 import { runTools } from "../../cli/tools.ts";
 

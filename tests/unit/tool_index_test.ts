@@ -10,8 +10,8 @@ import {
   toolDoc,
   toolFull,
   toolSummary,
-} from "../../core/tool_docs.ts";
-import { queryTerms, stemOf, ToolIndex } from "../../core/tool_index.ts";
+} from "../../core/catalog/docs.ts";
+import { queryTerms, stemOf, ToolIndex } from "../../core/catalog/index.ts";
 
 function catalog(name: string): ToolDoc[] {
   const url = new URL(`../testdata/catalogs/${name}.json`, import.meta.url);

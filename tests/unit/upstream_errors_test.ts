@@ -8,7 +8,7 @@ import {
   UpstreamExitedError,
   UpstreamResultTooLargeError,
   UpstreamTimeoutError,
-} from "../../core/upstream_errors.ts";
+} from "../../core/upstream/errors.ts";
 
 const context = { server: "github", tool: "search", timeoutMs: 500, remote: false };
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { replyId } from "../../core/upstream_stdio_transport.ts";
+import { replyId } from "../../core/upstream/stdio_transport.ts";
 
 Deno.test("replyId() reads the id of a TypeScript SDK reply from its tail", () => {
   assert.equal(

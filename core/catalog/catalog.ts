@@ -1,0 +1,325 @@
+/**
+ * The tool catalog: tool docs of every configured server, loaded or not, so search covers them all.
+ *
+ * Each server's tool list is fetched once (in the background, a few servers at a time) and cached on disk
+ * under a hash of the server's launch spec; later starts and the CLI read the cache instead of starting
+ * servers. A changed spec (new args, env, url) gets a new hash and is listed again.
+ * @module
+ */
+import type { Tool } from "@modelcontextprotocol/client";
+import { createHash, randomUUID } from "node:crypto";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { ServerSpec } from "../contracts/discovery.ts";
+import { type SearchHit, type SearchOptions, ToolIndex } from "./index.ts";
+import { type ToolDoc, toolDoc, type ToolFull, toolFull, type ToolSummary, toolSummary } from "./docs.ts";
+
+/** Lists a server's tools (starting it if need be). */
+export type ToolLister = (spec: ServerSpec) => Promise<Tool[]>;
+
+/** Where a server's docs stand: queued, read from cache, being listed, listed, or listing failed. */
+export type IndexState = "pending" | "cached" | "indexing" | "ready" | "failed";
+
+/** The indexing status of one server. */
+export interface ServerIndexStatus {
+  server: string;
+  state: IndexState;
+  /** Number of tools known for the server. */
+  tools: number;
+  /** Why listing failed (state `failed`); older docs, if any, are kept. */
+  error?: string;
+}
+
+/**
+ * Progress of a catalog build: `done` of `total` servers have settled; `server` is the one that just
+ * changed state (`indexing` when its listing starts).
+ */
+export interface CatalogProgress {
+  done: number;
+  total: number;
+  server: string;
+  state: IndexState;
+}
+
+/** Options of {@link ToolCatalog}. */
+export interface ToolCatalogOptions {
+  /** The state directory; the cache lives in `<stateDir>/tool-docs/`. */
+  stateDir: string;
+  /** Servers listed at the same time. */
+  concurrency?: number;
+  /** Give up on listing one server after this long. */
+  timeoutMs?: number;
+  /** Called whenever a server settles (cached, ready or failed). */
+  onProgress?: (progress: CatalogProgress) => void;
+}
+
+/** Defaults of {@link ToolCatalogOptions}. */
+export const defaults = { concurrency: 4, timeoutMs: 30_000 };
+
+const CACHE_VERSION = 1;
+const CLOSED = "The tool catalog was closed before this server was listed";
+
+interface CacheFile {
+  version: number;
+  server: string;
+  key: string;
+  indexedAt: string;
+  tools: ToolDoc[];
+}
+
+interface Entry {
+  spec: ServerSpec;
+  key: string;
+  status: ServerIndexStatus;
+  docs: ToolDoc[];
+  settled: Promise<void>;
+  settle: () => void;
+  /** Whether this server already counts as done for progress (a later refresh does not count again). */
+  counted: boolean;
+}
+
+/** The hash that names a server's cache file: its launch spec, not where the spec was found. */
+export function specKey(spec: ServerSpec): string {
+  // Absent and empty mean the same launch, whichever way a discovery plugin spells them.
+  const sorted = (record?: Record<string, string>) =>
+    record && Object.keys(record).length
+      ? Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)))
+      : null;
+  const identity = [
+    spec.name,
+    spec.transport,
+    spec.command || null,
+    spec.args ?? [],
+    sorted(spec.env),
+    spec.cwd || null,
+    spec.url || null,
+    sorted(spec.headers),
+  ];
+  return createHash("sha256").update(JSON.stringify(identity)).digest("hex").slice(0, 32);
+}
+
+/** Tool docs of all configured servers, indexed in the background and cached on disk. */
+export class ToolCatalog {
+  readonly #entries = new Map<string, Entry>();
+  readonly #lister: ToolLister;
+  readonly #options: ToolCatalogOptions & typeof defaults;
+  readonly #dir: string;
+  #started?: Promise<void>;
+  #queue: Entry[] = [];
+  #closed = false;
+  #index?: ToolIndex;
+  #done = 0;
+
+  /** A catalog of `specs`; nothing happens until {@link start} or {@link ready}. */
+  constructor(specs: readonly ServerSpec[], lister: ToolLister, options: ToolCatalogOptions) {
+    this.#lister = lister;
+    this.#options = {
+      ...options,
+      concurrency: Math.max(1, options.concurrency ?? defaults.concurrency),
+      timeoutMs: options.timeoutMs ?? defaults.timeoutMs,
+    };
+    this.#dir = join(options.stateDir, "tool-docs");
+    for (const spec of specs) {
+      let settle!: () => void;
+      const settled = new Promise<void>((resolve) => settle = resolve);
+      const status: ServerIndexStatus = { server: spec.name, state: "pending", tools: 0 };
+      this.#entries.set(spec.name, {
+        spec,
+        key: specKey(spec),
+        status,
+        docs: [],
+        settled,
+        settle,
+        counted: false,
+      });
+    }
+  }
+
+  /** Begins indexing in the background: cache first, then listing with bounded concurrency. Never throws. */
+  start(): Promise<void> {
+    this.#started ??= this.#run();
+    return this.#started;
+  }
+
+  /** Waits until `server` (or every server) has settled; starts indexing if needed. Never rejects. */
+  async ready(server?: string): Promise<void> {
+    void this.start();
+    if (server === undefined) await Promise.all([...this.#entries.values()].map((e) => e.settled));
+    else await this.#entries.get(server)?.settled;
+  }
+
+  /** Configured server names, in spec order. */
+  servers(): string[] {
+    return [...this.#entries.keys()];
+  }
+
+  /** Indexing status of every server. */
+  status(): ServerIndexStatus[] {
+    return [...this.#entries.values()].map((e) => ({ ...e.status }));
+  }
+
+  /** Docs known so far, of one server or all. */
+  docs(server?: string): ToolDoc[] {
+    if (server !== undefined) return [...this.#entries.get(server)?.docs ?? []];
+    return [...this.#entries.values()].flatMap((e) => e.docs);
+  }
+
+  /** Summaries of a server's tools. */
+  summaries(server: string): ToolSummary[] {
+    return this.docs(server).map(toolSummary);
+  }
+
+  /** Full docs of a server's tools, or of the one tool named `tool` (by name or Python alias). */
+  full(server: string, tool?: string): ToolFull[] {
+    const all = this.docs(server).map(toolFull);
+    return tool === undefined ? all : all.filter((t) => t.tool === tool || t.alias === tool);
+  }
+
+  /** Searches everything indexed so far. */
+  search(query: string, options: SearchOptions = {}): SearchHit[] {
+    this.#index ??= new ToolIndex(this.docs());
+    return this.#index.search(query, options);
+  }
+
+  /**
+   * Replaces a server's docs after its tool list changed: with `tools` when the caller already has the new
+   * list (e.g. the pool restarted the server), else by listing again.
+   */
+  async refresh(server: string, tools?: Tool[]): Promise<void> {
+    const entry = this.#entries.get(server);
+    if (!entry) {
+      throw new RangeError(`Unknown server "${server}": refresh one of ${this.servers().join(", ")}`);
+    }
+    // Listed here and now, so a queued background listing would only repeat it.
+    this.#queue = this.#queue.filter((queued) => queued !== entry);
+    if (tools) await this.#accept(entry, tools);
+    else await this.#list(entry);
+  }
+
+  async #run(): Promise<void> {
+    const entries = [...this.#entries.values()];
+    const missing: Entry[] = [];
+    await Promise.all(entries.map(async (entry) => {
+      const docs = await this.#readCache(entry);
+      if (docs) {
+        entry.docs = docs;
+        this.#settle(entry, { state: "cached" });
+      } else missing.push(entry);
+    }));
+    // Spec order, not cache-read completion order, so progress is predictable.
+    missing.sort((a, b) => entries.indexOf(a) - entries.indexOf(b));
+    this.#queue = this.#closed ? [] : missing;
+    if (this.#closed) {
+      for (const entry of missing) {
+        this.#settle(entry, { state: "failed", error: CLOSED });
+      }
+    }
+    const workers = Math.max(1, Math.min(this.#options.concurrency, this.#queue.length));
+    await Promise.all(Array.from({ length: workers }, async () => {
+      for (let entry = this.#queue.shift(); entry; entry = this.#queue.shift()) await this.#list(entry);
+    }));
+  }
+
+  /** Stops starting servers: queued ones settle as failed; listings under way finish on their own. */
+  close(): Promise<void> {
+    this.#closed = true;
+    for (const entry of this.#queue.splice(0)) this.#settle(entry, { state: "failed", error: CLOSED });
+    return Promise.resolve();
+  }
+
+  async #list(entry: Entry): Promise<void> {
+    entry.status = { server: entry.spec.name, state: "indexing", tools: entry.docs.length };
+    this.#report(entry);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(`Listing tools of "${entry.spec.name}" took over ${this.#options.timeoutMs} ms`),
+            ),
+          this.#options.timeoutMs,
+        );
+      });
+      const tools = await Promise.race([this.#lister(entry.spec), timeout]);
+      await this.#accept(entry, tools);
+    } catch (error) {
+      this.#settle(entry, { state: "failed", error: error instanceof Error ? error.message : String(error) });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #accept(entry: Entry, tools: Tool[]): Promise<void> {
+    entry.docs = tools.map((tool) => toolDoc(entry.spec.name, tool));
+    // Written before the server counts as ready, so a CLI that exits right after ready() keeps the cache.
+    await this.#writeCache(entry).catch(() => {
+      // A read-only or full state dir costs a re-list next time, nothing more.
+    });
+    this.#settle(entry, { state: "ready" });
+  }
+
+  #settle(entry: Entry, change: Pick<ServerIndexStatus, "state" | "error">): void {
+    entry.status = { server: entry.spec.name, tools: entry.docs.length, ...change };
+    if (!change.error) delete entry.status.error;
+    this.#index = undefined;
+    if (!entry.counted) {
+      entry.counted = true;
+      this.#done++;
+    }
+    entry.settle();
+    this.#report(entry);
+  }
+
+  #report(entry: Entry): void {
+    const progress = {
+      done: this.#done,
+      total: this.#entries.size,
+      server: entry.spec.name,
+      state: entry.status.state,
+    };
+    try {
+      this.#options.onProgress?.(progress);
+    } catch {
+      // A broken progress display must not stop indexing.
+    }
+  }
+
+  #file(entry: Entry): string {
+    return join(this.#dir, `${entry.key}.json`);
+  }
+
+  async #readCache(entry: Entry): Promise<ToolDoc[] | undefined> {
+    try {
+      const data = JSON.parse(await readFile(this.#file(entry), "utf8")) as Partial<CacheFile>;
+      const valid = data.version === CACHE_VERSION && data.key === entry.key &&
+        data.server === entry.spec.name &&
+        Array.isArray(data.tools) &&
+        data.tools.every((t) => t && typeof t.tool === "string" && t.server === entry.spec.name);
+      return valid ? data.tools : undefined;
+    } catch {
+      // Missing or corrupt: list the server again, and the rewrite replaces the bad file.
+      return undefined;
+    }
+  }
+
+  async #writeCache(entry: Entry): Promise<void> {
+    const file = this.#file(entry);
+    const body: CacheFile = {
+      version: CACHE_VERSION,
+      server: entry.spec.name,
+      key: entry.key,
+      indexedAt: new Date().toISOString(),
+      tools: entry.docs,
+    };
+    await mkdir(this.#dir, { recursive: true });
+    const temp = `${file}.${randomUUID()}.tmp`;
+    try {
+      await writeFile(temp, JSON.stringify(body));
+      await rename(temp, file);
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw error;
+    }
+  }
+}

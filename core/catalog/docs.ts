@@ -1,0 +1,206 @@
+/**
+ * Tool docs: what codemode keeps about one upstream tool, the words search looks at, and the summary and
+ * full views that `query_tool_docs` and `codemode tools` show.
+ * @module
+ */
+import type { Tool } from "@modelcontextprotocol/client";
+import { pythonAlias } from "../python_alias.ts";
+
+/** One upstream tool, as the doc index stores it. */
+export interface ToolDoc {
+  server: string;
+  tool: string;
+  title?: string;
+  description?: string;
+  inputSchema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+}
+
+/** The short view of a tool: enough to pick one. */
+export interface ToolSummary {
+  server: string;
+  tool: string;
+  /** The Python attribute name of the tool's proxy. */
+  alias: string;
+  title?: string;
+  description: string;
+}
+
+/** The full view of a tool: enough to call it. */
+export interface ToolFull extends ToolSummary {
+  inputSchema: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+  /** Python-style call signature, e.g. `echo(message: str, count: int = 3)`. */
+  signature: string;
+}
+
+/** The words of a tool doc, per field, lower-cased; search weighs each field differently. */
+export interface SearchFields {
+  server: string[];
+  name: string[];
+  title: string[];
+  description: string[];
+  params: string[];
+  paramDocs: string[];
+}
+
+/** The field names of {@link SearchFields}, in a fixed order. */
+export const SEARCH_FIELDS = ["server", "name", "title", "description", "params", "paramDocs"] as const;
+
+/** One searchable field of a tool doc. */
+export type SearchField = typeof SEARCH_FIELDS[number];
+
+/** Turns an MCP `Tool` from `tools/list` into a doc for the given server. */
+export function toolDoc(server: string, tool: Tool): ToolDoc {
+  const doc: ToolDoc = { server, tool: tool.name };
+  const title = tool.title ?? tool.annotations?.title;
+  if (title) doc.title = title;
+  if (tool.description) doc.description = tool.description;
+  if (tool.inputSchema) doc.inputSchema = tool.inputSchema as Record<string, unknown>;
+  if (tool.annotations) doc.annotations = tool.annotations as Record<string, unknown>;
+  return doc;
+}
+
+/**
+ * Splits an identifier or a phrase into lower-case words: on `_`, `-`, `.`, spaces and other punctuation,
+ * at camelCase humps (`getFileInfo`, `HTMLParser`) and between letters and digits (`v2api`). A segment that
+ * splits further is also kept whole (`s3`, `getfileinfo`), so queries that spell it joined still match,
+ * unless `joined` is false.
+ */
+export function splitWords(text: string, options: { joined?: boolean } = {}): string[] {
+  const words: string[] = [];
+  for (const segment of text.match(SEGMENT) ?? []) {
+    // Most words of a description are plain lower-case; they need no further splitting.
+    if (LOWER.test(segment)) {
+      words.push(segment);
+      continue;
+    }
+    const parts = segment.match(PART) ?? [];
+    for (const part of parts) words.push(part.toLowerCase());
+    if (parts.length > 1 && options.joined !== false) words.push(segment.toLowerCase());
+  }
+  return words;
+}
+
+const SEGMENT = /[\p{L}\p{N}]+/gu;
+const LOWER = /^[a-z]+$/;
+/** Upper-case runs before a capitalised word (HTML|Parser), capitalised or lower words, digit runs. */
+const PART = /\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{N}+|[\p{L}\p{N}]+/gu;
+
+/** The words of every searchable field of a doc. */
+export function searchFields(doc: ToolDoc): SearchFields {
+  const properties = schemaProperties(doc.inputSchema);
+  const paramDocs: string[] = [];
+  for (const property of Object.values(properties)) {
+    if (typeof property?.description === "string") paramDocs.push(...splitWords(property.description));
+  }
+  return {
+    server: splitWords(doc.server),
+    name: splitWords(doc.tool),
+    title: splitWords(doc.title ?? ""),
+    description: splitWords(doc.description ?? ""),
+    params: Object.keys(properties).flatMap((name) => splitWords(name)),
+    paramDocs,
+  };
+}
+
+/** All searchable words of a doc as one string (for display and debugging). */
+export function searchText(doc: ToolDoc): string {
+  const fields = searchFields(doc);
+  return SEARCH_FIELDS.map((field) => fields[field].join(" ")).filter(Boolean).join(" ");
+}
+
+/** The summary view of a doc. */
+export function toolSummary(doc: ToolDoc): ToolSummary {
+  const summary: Omit<ToolSummary, "description"> = {
+    server: doc.server,
+    tool: doc.tool,
+    alias: pythonAlias(doc.tool),
+  };
+  if (doc.title) summary.title = doc.title;
+  return { ...summary, description: doc.description ?? "" };
+}
+
+/** The full view of a doc, with its schema and a Python-style signature. */
+export function toolFull(doc: ToolDoc): ToolFull {
+  const inputSchema = doc.inputSchema ?? { type: "object", properties: {} };
+  const full: ToolFull = {
+    ...toolSummary(doc),
+    inputSchema,
+    signature: pythonSignature(pythonAlias(doc.tool), inputSchema),
+  };
+  if (doc.annotations) full.annotations = doc.annotations;
+  return full;
+}
+
+type Schema = Record<string, unknown> & { description?: unknown };
+
+function schemaProperties(schema: Record<string, unknown> | undefined): Record<string, Schema> {
+  const properties = schema?.properties;
+  return properties && typeof properties === "object" ? properties as Record<string, Schema> : {};
+}
+
+/**
+ * A Python-style signature for a tool taking keyword arguments described by a JSON schema:
+ * required parameters first, then optional ones with their default (or `None`).
+ */
+export function pythonSignature(name: string, inputSchema: Record<string, unknown> | undefined): string {
+  const properties = schemaProperties(inputSchema);
+  const required = new Set(Array.isArray(inputSchema?.required) ? inputSchema.required as string[] : []);
+  const names = Object.keys(properties);
+  const ordered = [...names.filter((n) => required.has(n)), ...names.filter((n) => !required.has(n))];
+  const params = ordered.map((param) => {
+    const schema = properties[param] ?? {};
+    const annotation = `${param}: ${pythonType(schema)}`;
+    if (required.has(param)) return annotation;
+    return `${annotation} = ${"default" in schema ? pythonRepr(schema.default) : "None"}`;
+  });
+  return `${name}(${params.join(", ")})`;
+}
+
+/** The Python type annotation for a JSON schema, e.g. `list[str]`, `Literal["a", "b"]`, `int | None`. */
+export function pythonType(schema: unknown): string {
+  if (!schema || typeof schema !== "object") return "Any";
+  const s = schema as Record<string, unknown>;
+  if (Array.isArray(s.enum)) return `Literal[${s.enum.map(pythonRepr).join(", ")}]`;
+  if ("const" in s) return `Literal[${pythonRepr(s.const)}]`;
+  const union = (s.anyOf ?? s.oneOf) as unknown[] | undefined;
+  if (Array.isArray(union)) return unique(union.map(pythonType)).join(" | ");
+  if (Array.isArray(s.type)) return unique(s.type.map((type) => pythonType({ ...s, type }))).join(" | ");
+  switch (s.type) {
+    case "string":
+      return "str";
+    case "integer":
+      return "int";
+    case "number":
+      return "float";
+    case "boolean":
+      return "bool";
+    case "null":
+      return "None";
+    case "array":
+      return s.items && typeof s.items === "object" ? `list[${pythonType(s.items)}]` : "list";
+    case "object":
+      return "dict";
+    default:
+      return "Any";
+  }
+}
+
+/** A JSON value written as a Python literal. */
+export function pythonRepr(value: unknown): string {
+  if (value === null || value === undefined) return "None";
+  if (value === true) return "True";
+  if (value === false) return "False";
+  if (typeof value === "string" || typeof value === "number") return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(", ")}]`;
+  if (typeof value === "object") {
+    const entries = Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${pythonRepr(v)}`);
+    return `{${entries.join(", ")}}`;
+  }
+  return JSON.stringify(String(value));
+}
+
+function unique(items: string[]): string[] {
+  return [...new Set(items)];
+}

@@ -1,0 +1,393 @@
+/**
+ * Settings from the environment and codemode's config file, validated once at start-up. A variable beats
+ * the file, key by key; `CODEMODE_*` names win over the Python bridge's `MCP_BRIDGE_*` aliases.
+ * @module
+ */
+import * as z from "zod";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { type ConfigFile, ConfigFileError, readConfigFile } from "./file.ts";
+import { globList } from "./globs.ts";
+
+/** Accepts "30", "30s", "1.5s", "500ms", "2m" and returns seconds. */
+function seconds(what: string) {
+  return z.string().trim().transform((raw, ctx) => {
+    const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/i.exec(raw);
+    if (!m) {
+      ctx.addIssue({
+        code: "custom",
+        message: `expected a duration such as 30, 30s, 500ms or 2m for ${what}`,
+      });
+      return z.NEVER;
+    }
+    const factor = { ms: 0.001, s: 1, m: 60, h: 3600 }[(m[2] ?? "s").toLowerCase() as "ms" | "s" | "m" | "h"];
+    const value = Number(m[1]) * factor;
+    if (value <= 0) {
+      ctx.addIssue({ code: "custom", message: `expected a duration above zero for ${what}` });
+      return z.NEVER;
+    }
+    return value;
+  });
+}
+
+const memory = z.string().trim().regex(/^\d+[kmg]?$/i, "expected a size such as 512m or 2g").transform((s) =>
+  s.toLowerCase()
+);
+const positiveInt = z.string().trim().regex(/^\d+$/, "expected a whole number").transform(Number).refine(
+  (n) => n > 0,
+  "expected a number above zero",
+);
+const bytes = z.string().trim().transform((raw, ctx) => {
+  const m = /^(\d+)\s*([kmg]i?b?)?$/i.exec(raw);
+  if (!m) {
+    ctx.addIssue({ code: "custom", message: "expected a size in bytes such as 1048576, 512k or 1m" });
+    return z.NEVER;
+  }
+  const unit = (m[2] ?? "").toLowerCase()[0] as "k" | "m" | "g" | undefined;
+  return Number(m[1]) * (unit ? { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[unit] : 1);
+});
+const bool = z.string().trim().toLowerCase().pipe(
+  z.enum(["1", "0", "true", "false", "yes", "no", "on", "off"]),
+)
+  .transform((s) => ["1", "true", "yes", "on"].includes(s));
+
+/** Each setting: its env name, bridge aliases, parser and default (as the string a user would type). */
+const SPEC = {
+  runtime: {
+    env: "CODEMODE_RUNTIME",
+    aliases: ["MCP_BRIDGE_RUNTIME"],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["auto", "podman", "docker", "nerdctl", "pyodide"])),
+    fallback: "auto",
+    doc: "Sandbox runtime: auto picks podman, then docker, then nerdctl, then the embedded pyodide runtime",
+  },
+  image: {
+    env: "CODEMODE_IMAGE",
+    aliases: ["MCP_BRIDGE_IMAGE"],
+    parse: z.string().trim().min(1),
+    fallback: "codemode-sandbox:latest",
+    doc: "Container image; any image with python3 works (`codemode image build` makes the default)",
+  },
+  output: {
+    env: "CODEMODE_OUTPUT",
+    aliases: ["MCP_BRIDGE_OUTPUT_MODE", "MCP_BRIDGE_OUTPUT"],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["compact", "toon", "json"])),
+    fallback: "compact",
+    doc: "How results are rendered for the model: compact text, TOON or JSON",
+  },
+  timeout: {
+    env: "CODEMODE_TIMEOUT",
+    aliases: ["MCP_BRIDGE_TIMEOUT"],
+    parse: seconds("the default timeout"),
+    fallback: "30s",
+    doc: "Default run_python timeout",
+  },
+  maxTimeout: {
+    env: "CODEMODE_MAX_TIMEOUT",
+    aliases: ["MCP_BRIDGE_MAX_TIMEOUT"],
+    parse: seconds("the maximum timeout"),
+    fallback: "120s",
+    doc: "Largest timeout a caller may ask for",
+  },
+  memory: {
+    env: "CODEMODE_MEMORY",
+    aliases: ["MCP_BRIDGE_MEMORY"],
+    parse: memory,
+    fallback: "512m",
+    doc: "Sandbox memory cap (swap capped at the same value)",
+  },
+  pids: {
+    env: "CODEMODE_PIDS",
+    aliases: ["MCP_BRIDGE_PIDS"],
+    parse: positiveInt,
+    fallback: "128",
+    doc: "Sandbox process/thread cap",
+  },
+  cpus: {
+    env: "CODEMODE_CPUS",
+    aliases: ["MCP_BRIDGE_CPUS"],
+    parse: z.string().trim().regex(/^\d+(\.\d+)?$/, "expected a number of CPUs such as 1 or 1.5").optional(),
+    fallback: undefined,
+    doc: "Sandbox CPU quota (unset: no quota)",
+  },
+  seccomp: {
+    env: "CODEMODE_SECCOMP",
+    aliases: [],
+    parse: z.string().trim().min(1),
+    fallback: "codemode",
+    doc: "Seccomp profile of container sandboxes: codemode (built in, see docs/security.md), engine (the " +
+      "engine's default) or the path of a JSON profile",
+  },
+  idleTimeout: {
+    env: "CODEMODE_IDLE_TIMEOUT",
+    aliases: ["MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "MCP_BRIDGE_IDLE_TIMEOUT"],
+    parse: seconds("the idle timeout"),
+    fallback: "300s",
+    doc: "A sandbox idle this long is stopped; the next call starts a fresh one",
+  },
+  maxOutput: {
+    env: "CODEMODE_MAX_OUTPUT",
+    aliases: [],
+    parse: bytes,
+    fallback: "1m",
+    doc: "Cap on stdout and on stderr per run; the rest is dropped and the truncation stated",
+  },
+  stateDir: {
+    env: "CODEMODE_STATE_DIR",
+    aliases: ["MCP_BRIDGE_STATE_DIR"],
+    parse: z.string().trim().min(1),
+    fallback: undefined,
+    doc:
+      "Where caches and unpacked assets live (default $XDG_STATE_HOME/codemode or ~/.local/state/codemode)",
+  },
+  logLevel: {
+    env: "CODEMODE_LOG_LEVEL",
+    aliases: ["MCP_BRIDGE_LOG_LEVEL"],
+    parse: z.string().trim().toLowerCase().transform((s) => s === "warning" ? "warn" : s).pipe(
+      z.enum(["debug", "info", "warn", "error"]),
+    ),
+    fallback: "warn",
+    doc: "Log level for the JSON logs on stderr",
+  },
+  logFile: {
+    env: "CODEMODE_LOG_FILE",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc: "Append the JSON logs to this file instead of writing them to stderr",
+  },
+  allowSelf: {
+    env: "CODEMODE_ALLOW_SELF_SERVER",
+    aliases: ["MCP_BRIDGE_ALLOW_SELF_SERVER"],
+    parse: bool,
+    fallback: "0",
+    doc: "Keep config entries that would launch codemode itself",
+  },
+  config: {
+    env: "CODEMODE_CONFIG",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc: "The config file to read instead of ./codemode.yaml or ~/.config/codemode/config.yaml",
+  },
+  allowServers: {
+    env: "CODEMODE_ALLOW_SERVERS",
+    aliases: [],
+    parse: globList("server"),
+    fallback: "*",
+    doc: "Servers sandbox code may use: comma-separated globs (see docs/policy.md)",
+  },
+  denyServers: {
+    env: "CODEMODE_DENY_SERVERS",
+    aliases: [],
+    parse: globList("server").optional(),
+    fallback: undefined,
+    doc: "Servers hidden from sandbox code; beats the allow list (unset: none)",
+  },
+  allowTools: {
+    env: "CODEMODE_ALLOW_TOOLS",
+    aliases: [],
+    parse: globList("tool"),
+    fallback: "*",
+    doc: "Tools sandbox code may call: globs of server/tool, or tool for any server",
+  },
+  denyTools: {
+    env: "CODEMODE_DENY_TOOLS",
+    aliases: [],
+    parse: globList("tool").optional(),
+    fallback: undefined,
+    doc: "Tools hidden from sandbox code; beats the allow list (unset: none)",
+  },
+  readOnly: {
+    env: "CODEMODE_READ_ONLY",
+    aliases: [],
+    parse: bool,
+    fallback: "0",
+    doc: "Allow only tools their server annotates readOnlyHint",
+  },
+  maxToolCalls: {
+    env: "CODEMODE_MAX_TOOL_CALLS",
+    aliases: [],
+    parse: positiveInt.optional(),
+    fallback: undefined,
+    doc: "Tool calls one run may make; later calls raise PermissionError (unset: no limit)",
+  },
+  maxRuns: {
+    env: "CODEMODE_MAX_RUNS",
+    aliases: [],
+    parse: positiveInt.optional(),
+    fallback: undefined,
+    doc: "Runs executing at once across sessions; others wait, within their timeout (unset: no cap)",
+  },
+  maxSessions: {
+    env: "CODEMODE_MAX_SESSIONS",
+    aliases: [],
+    parse: positiveInt,
+    fallback: "32",
+    doc: "Live sandbox sessions; a new one stops the least recently used idle one, or is refused",
+  },
+} as const;
+
+type Spec = typeof SPEC;
+/** A setting's name in code and in config files. */
+export type SettingKey = keyof Spec;
+/** Validated settings. `sources` says where each value that is not the default came from. */
+export type Settings = { [K in keyof Spec]: z.output<Spec[K]["parse"]> } & {
+  stateDir: string;
+  sources?: SettingSources;
+};
+/** Per setting: the variable that set it, or the path of the config file that did. */
+export type SettingSources = Partial<Record<SettingKey, string>>;
+
+/** A value that failed validation; its default is used instead. */
+export interface SettingProblem {
+  /** The setting's key, or the unknown key a config file used. */
+  key: string;
+  /** The variable or config file that gave the value. */
+  source: string;
+  message: string;
+}
+
+/** A setting's documentation row, for README and `doctor`. */
+export interface SettingDoc {
+  key: string;
+  env: string;
+  aliases: readonly string[];
+  fallback: string | undefined;
+  doc: string;
+}
+
+/** The settings table, in declaration order. */
+export function settingDocs(): SettingDoc[] {
+  return Object.entries(SPEC).map(([key, s]) => ({
+    key,
+    env: s.env,
+    aliases: s.aliases,
+    fallback: s.fallback,
+    doc: s.doc,
+  }));
+}
+
+/** Thrown for a bad setting; the message names the variable and what it accepts. */
+export class SettingsError extends TypeError {
+  constructor(message: string) {
+    super(message);
+    this.name = "SettingsError";
+  }
+}
+
+/**
+ * Validated settings from `env` over a config file over the defaults; throws SettingsError for the
+ * first bad value. Called without arguments: process.env over the config file found from the working
+ * directory (see config_file.ts); with an `env`, only the `file` given is used.
+ */
+export function loadSettings(env?: Record<string, string | undefined>, file?: ConfigFile): Settings {
+  if (!env) {
+    env = process.env;
+    try {
+      file ??= readConfigFile(env);
+    } catch (error) {
+      if (error instanceof ConfigFileError) throw new SettingsError(error.message);
+      throw error;
+    }
+  }
+  const { settings, problems } = resolveSettings(env, file);
+  if (problems.length) throw new SettingsError(problems[0].message);
+  return settings;
+}
+
+/** Like {@link loadSettings}, but a bad value is reported and its default used instead; never throws. */
+export function resolveSettings(
+  env: Record<string, string | undefined>,
+  file?: ConfigFile,
+): { settings: Settings; problems: SettingProblem[] } {
+  const problems: SettingProblem[] = [];
+  const fromFile = fileValues(file, problems);
+  const out: Record<string, unknown> = {};
+  const sources: SettingSources = {};
+  const fallbackOf = (s: Spec[SettingKey]) =>
+    s.fallback === undefined ? undefined : (s.parse as z.ZodType).parse(s.fallback);
+  for (const [key, s] of Object.entries(SPEC) as [SettingKey, Spec[SettingKey]][]) {
+    const name = [s.env, ...s.aliases].find((n) => env[n] !== undefined && env[n] !== "");
+    const given = name ? { raw: env[name]!, source: name } : fromFile.get(key);
+    if (!given) {
+      out[key] = fallbackOf(s);
+      continue;
+    }
+    const parsed = (s.parse as z.ZodType).safeParse(given.raw);
+    if (parsed.success) {
+      out[key] = parsed.data;
+      sources[key] = given.source;
+      continue;
+    }
+    const reason = parsed.error.issues.map((i) => describeIssue(i)).join("; ");
+    const message = name
+      ? `Invalid ${name}="${given.raw}": ${reason}`
+      : `Invalid ${fromFile.get(key)!.as}="${given.raw}" in "${given.source}": ${reason}`;
+    problems.push({ key, source: given.source, message });
+    out[key] = fallbackOf(s);
+  }
+  if ((out.timeout as number) > (out.maxTimeout as number)) {
+    // Valid one by one, contradictory together: both fall back, so the result stays consistent.
+    const where = (key: SettingKey) => sources[key] ?? SPEC[key].env;
+    problems.push({
+      key: "timeout",
+      source: where("timeout"),
+      message: `Invalid ${where("timeout")}: the default timeout (${out.timeout}s) exceeds ${
+        where("maxTimeout")
+      } (${out.maxTimeout}s)`,
+    });
+    out.timeout = fallbackOf(SPEC.timeout);
+    out.maxTimeout = fallbackOf(SPEC.maxTimeout);
+    delete sources.timeout;
+    delete sources.maxTimeout;
+  }
+  out.stateDir ??= env.XDG_STATE_HOME
+    ? join(env.XDG_STATE_HOME, "codemode")
+    : join(env.HOME || homedir(), ".local", "state", "codemode");
+  out.sources = sources;
+  return { settings: out as Settings, problems };
+}
+
+/**
+ * A config file's values as the strings a variable would hold, by setting key. Keys match in any case,
+ * with or without `_` and `-` (`maxToolCalls`, `max_tool_calls`); lists are joined with commas.
+ */
+function fileValues(
+  file: ConfigFile | undefined,
+  problems: SettingProblem[],
+): Map<SettingKey, { raw: string; source: string; as: string }> {
+  const values = new Map<SettingKey, { raw: string; source: string; as: string }>();
+  if (!file) return values;
+  const fold = (k: string) => k.toLowerCase().replace(/[-_]/g, "");
+  const keys = new Map((Object.keys(SPEC) as SettingKey[]).map((k) => [fold(k), k]));
+  const problem = (key: string, message: string) => problems.push({ key, source: file.path, message });
+  for (const [as, value] of Object.entries(file.values)) {
+    const key = keys.get(fold(as));
+    if (!key || key === "config") {
+      problem(
+        as,
+        key
+          ? `Invalid "${as}" in "${file.path}": only the CODEMODE_CONFIG variable can name the config file`
+          : `Unknown key "${as}" in "${file.path}": expected one of ${
+            [...keys.values()].filter((k) => k !== "config").join(", ")
+          }`,
+      );
+      continue;
+    }
+    if (value === null || value === undefined) continue;
+    const scalar = (v: unknown) => typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+    if (!(scalar(value) || (Array.isArray(value) && value.every(scalar)))) {
+      problem(key, `Invalid ${as} in "${file.path}": expected a value or a list of values, not a mapping`);
+      continue;
+    }
+    values.set(key, { raw: Array.isArray(value) ? value.join(",") : String(value), source: file.path, as });
+  }
+  return values;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "invalid_value" && "values" in issue) {
+    return `expected one of ${(issue.values as unknown[]).join(", ")}`;
+  }
+  return issue.message;
+}

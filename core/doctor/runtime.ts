@@ -1,0 +1,356 @@
+/**
+ * Doctor's runtime check: detection, the sandbox image, and a real sandbox started through the plugin
+ * with the full security flag set and the configured limits, running a short program over the protocol
+ * that prints `ok` and what the sandbox's seccomp filter lets through. Failures are explained with one fix
+ * each. Data only; the CLI prints it.
+ * @module
+ */
+import type { Problem, RuntimePlugin, SandboxLimits } from "../contracts/runtime.ts";
+import { hasImageStore } from "../contracts/runtime.ts";
+import type { HostFrame } from "../sandbox/protocol.ts";
+import { RpcError } from "../sandbox/rpc.ts";
+import { SandboxSession } from "../sandbox/session.ts";
+import { ownerLabels } from "../sandbox/session_manager.ts";
+
+import type { CheckStatus } from "./finding.ts";
+
+export type { CheckStatus } from "./finding.ts";
+
+/** The seccomp filter a sandbox runs under, seen from inside it. */
+export interface SeccompProbe {
+  /** From /proc/self/status: "filter" (a filter is installed), "strict" or "disabled" (none). */
+  mode: "filter" | "strict" | "disabled";
+  /** Number of filters stacked on the sandbox process. */
+  filters?: number;
+  /** What `seccomp(SECCOMP_GET_ACTION_AVAIL)` returned: "ok" under podman's and docker's default
+   * profiles, "EPERM" under codemode's, which refuses it. */
+  probe?: string;
+  /** Whether codemode's profile (or one as strict about the probed call) is in force. */
+  codemode: boolean;
+}
+
+/** What starting a real sandbox showed. */
+export interface SandboxProbe {
+  ok: boolean;
+  /** Milliseconds from start until the sandbox said it was ready. */
+  startMs?: number;
+  /** Milliseconds the `print('ok')` run took. */
+  runMs?: number;
+  python?: string;
+  /** Undefined where the sandbox has no /proc to tell (Pyodide). */
+  seccomp?: SeccompProbe;
+  error?: string;
+}
+
+/** Everything doctor found out about one runtime plugin. */
+export interface RuntimeCheck {
+  name: string;
+  status: CheckStatus;
+  installed: boolean;
+  version?: string;
+  rootless?: boolean;
+  /** Container runtimes only: whether the sandbox image is present. */
+  image?: { ref: string; present: boolean };
+  /** Undefined when the runtime is not installed or has no image to start from. */
+  sandbox?: SandboxProbe;
+  problems: Problem[];
+}
+
+/** What the sandbox check needs besides the plugin. */
+export interface RuntimeCheckOptions {
+  image: string;
+  limits: SandboxLimits;
+  /** The bootstrap command run inside the sandbox, and its first frame. */
+  command: string[];
+  bootstrap: () => HostFrame;
+  maxOutput: number;
+  /** Generous by default: Pyodide's first start also makes its start-up snapshot. */
+  startTimeoutMs?: number;
+}
+
+/** Known failure texts of container engines and what to do about each. */
+export const FAILURES: readonly { pattern: RegExp; problem: (name: string, text: string) => Problem }[] = [
+  {
+    pattern: /cgroups? in hybrid mode/i,
+    problem: () => ({
+      message: 'The OCI runtime crun cannot run containers here: "cgroups in hybrid mode not supported"',
+      fix: 'Use runc: apt-get install runc, and set runtime = "runc" under [engine] in ' +
+        "/etc/containers/containers.conf (codemode's podman plugin picks runc itself on cgroup v1 hosts)",
+    }),
+  },
+  {
+    pattern:
+      /setrlimit[^\n]*(operation not permitted|permission denied)|rlimit[^\n]*operation not permitted/i,
+    problem: () => ({
+      message: "The sandbox's ulimits exceed this machine's hard limits (setrlimit: operation not permitted)",
+      fix:
+        "Lower CODEMODE_PIDS (nproc is derived from it) below `ulimit -Hu`, or raise the host's hard limits",
+    }),
+  },
+  {
+    pattern: /cgroup config|failed to write[^\n]*\/sys\/fs\/cgroup/i,
+    problem: (_name, text) => {
+      const controller = /\/sys\/fs\/cgroup\/(?:[^/\s]*,)?(pids|memory|cpu)/.exec(text)?.[1];
+      const setting =
+        { pids: "CODEMODE_PIDS", memory: "CODEMODE_MEMORY", cpu: "CODEMODE_CPUS" }[controller ?? ""];
+      return {
+        message: `The engine could not apply the sandbox's ${controller ?? "cgroup"} limit` +
+          (setting ? ` (${setting})` : ""),
+        fix: setting
+          ? `Lower ${setting}, or unset it to use the default`
+          : "Lower CODEMODE_PIDS, CODEMODE_MEMORY or CODEMODE_CPUS",
+      };
+    },
+  },
+  {
+    pattern: /Cannot use the seccomp profile "[^"]*" \([^)]*\)/,
+    problem: (_name, text) => ({
+      message: /Cannot use the seccomp profile "[^"]*" \([^)]*\)/.exec(text)![0],
+      fix:
+        `Set CODEMODE_SECCOMP to a readable JSON profile, "engine" for the engine's default, or unset it ` +
+        `for codemode's`,
+    }),
+  },
+  {
+    pattern: /opening seccomp profile failed[^\n]*no such file/i,
+    problem: () => ({
+      message: "The engine cannot read codemode's seccomp profile: a remote engine (podman machine) sees " +
+        "another filesystem",
+      fix:
+        "Set CODEMODE_SECCOMP to a copy of plugins/runtime/seccomp.json at a path the engine shares (under " +
+        "your home with podman machine), or to engine for the engine's default profile",
+    }),
+  },
+  {
+    pattern: /create failed:[^\n]*seccomp|seccomp profile[^\n]*(failed|invalid)/i,
+    problem: (_name, text) => ({
+      message: `The engine rejected the seccomp profile: "${
+        (/[^\n]*seccomp[^\n]*/i.exec(text)?.[0] ?? "").trim().slice(0, 300)
+      }"`,
+      fix: "Fix the profile CODEMODE_SECCOMP names, or unset it to use codemode's",
+    }),
+  },
+  {
+    pattern: /image not known|no such image|unable to find image|manifest unknown|pull access denied/i,
+    problem: (name) => ({
+      message: "The sandbox image is missing",
+      fix: `Build it: codemode image build --runtime ${name}`,
+    }),
+  },
+  {
+    pattern:
+      /cannot connect to the docker daemon|is the docker daemon running|containerd\.sock.*(no such|refused)/i,
+    problem: (name) => ({
+      message: `The ${name} daemon is not running`,
+      fix: name === "docker"
+        ? "Start it: systemctl start docker (without systemd: dockerd >/var/log/dockerd.log 2>&1 &)"
+        : "Start containerd: systemctl start containerd",
+    }),
+  },
+  {
+    pattern: /permission denied[^\n]*\.sock/i,
+    problem: (name) => ({
+      message: `This user may not use the ${name} daemon socket`,
+      fix: `Add the user to the ${name} group (usermod -aG ${name} "$USER") and log in again`,
+    }),
+  },
+  {
+    pattern: /executable file not found in \$path|python3: not found|no such file or directory: .*python3/i,
+    problem: () => ({
+      message: "The sandbox image has no python3",
+      fix: "Use an image with python3 (CODEMODE_IMAGE) or build the default: codemode image build",
+    }),
+  },
+  {
+    pattern: /out of memory|\boom(killed)?\b|cannot allocate memory/i,
+    problem: () => ({
+      message: "The sandbox ran out of memory while starting",
+      fix: "Raise CODEMODE_MEMORY (e.g. 1g)",
+    }),
+  },
+];
+
+/** The problem a failure text shows, with its fix; a generic one when the text is not recognised. */
+export function explainFailure(runtime: string, text: string): Problem {
+  const known = FAILURES.find((f) => f.pattern.test(text));
+  if (known) return known.problem(runtime, text);
+  // The session's wrapper ("Sandbox "x" failed to start: exit code 125: ") says less than the engine.
+  const engine = text.replace(/^Sandbox "[^"]*" failed to start: (exit code \d+: )?/, "");
+  const line = engine.split("\n").map((l) => l.trim()).find(Boolean) ?? "no error output";
+  return {
+    message: `The sandbox did not start: "${line.slice(0, 400)}"`,
+    fix: "Act on the engine's message, or choose another runtime with CODEMODE_RUNTIME",
+  };
+}
+
+/** Checks one runtime: detection, image, and a real sandbox. Never throws. */
+export async function checkRuntime(
+  plugin: RuntimePlugin,
+  options: RuntimeCheckOptions,
+): Promise<RuntimeCheck> {
+  const detection = await plugin.detect().catch((error) => ({
+    name: plugin.name,
+    available: false,
+    problems: [{ message: `Detection failed: ${(error as Error).message ?? error}` }],
+  } as Awaited<ReturnType<RuntimePlugin["detect"]>>));
+  const installed = detection.available || detection.version !== undefined;
+  const check: RuntimeCheck = {
+    name: plugin.name,
+    status: "ok",
+    installed,
+    ...(detection.version ? { version: detection.version } : {}),
+    ...(detection.rootless !== undefined ? { rootless: detection.rootless } : {}),
+    problems: [],
+  };
+  if (!installed) {
+    check.status = "info";
+    check.problems = detection.problems.length
+      ? detection.problems
+      : [{ message: `${plugin.name} is not installed` }];
+    return check;
+  }
+  if (hasImageStore(plugin)) {
+    const present = await plugin.imageExists(options.image).catch(() => false);
+    check.image = { ref: options.image, present };
+    if (!present) {
+      check.status = "fail";
+      check.problems.push({
+        message: `The sandbox image "${options.image}" is missing`,
+        fix: `Build it: codemode image build --runtime ${plugin.name}`,
+      });
+      return check;
+    }
+  }
+  check.sandbox = await probeSandbox(plugin, options);
+  if (!check.sandbox.ok) {
+    check.status = "fail";
+    check.problems.push(explainFailure(plugin.name, check.sandbox.error ?? ""));
+  }
+  const seccomp = hasImageStore(plugin) ? seccompProblem(check.sandbox.seccomp) : undefined;
+  if (seccomp) {
+    check.problems.push(seccomp);
+    if (check.status === "ok") check.status = "warn";
+  }
+  // Detection's own findings (e.g. limits that cannot be applied) are warnings once a sandbox ran.
+  for (const problem of detection.problems) {
+    if (check.problems.some((p) => p.message === problem.message)) continue;
+    if (check.sandbox.ok && /image .*missing/i.test(problem.message)) continue;
+    check.problems.push(problem);
+    if (check.status === "ok") check.status = "warn";
+  }
+  return check;
+}
+
+/**
+ * The program doctor runs in the sandbox: `ok`, then one JSON line of seccomp facts. The probed call is
+ * one both engines' default profiles allow and codemode's refuses, so EPERM proves codemode's profile is
+ * in force, not just some filter; it changes nothing. Where /proc or ctypes is missing (Pyodide) the facts
+ * are partial or empty.
+ */
+export const PROBE_PROGRAM = `
+def _codemode_seccomp():
+    import ctypes, errno, platform
+    facts = {}
+    try:
+        lines = open("/proc/self/status").read().splitlines()
+        status = dict(line.split(":", 1) for line in lines if ":" in line)
+        facts["mode"], facts["filters"] = status["Seccomp"].strip(), status.get("Seccomp_filters", "").strip()
+    except (OSError, KeyError):
+        return facts
+    nr = {"x86_64": 317, "aarch64": 277}.get(platform.machine())  # seccomp(2)
+    if nr is None:
+        return facts
+    libc = ctypes.CDLL(None, use_errno=True)
+    allow = ctypes.c_uint32(0x7FFF0000)  # SECCOMP_GET_ACTION_AVAIL of SECCOMP_RET_ALLOW
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(nr), ctypes.c_long(2), ctypes.c_long(0), ctypes.byref(allow))
+    facts["probe"] = "ok" if result == 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+    return facts
+print("ok")
+try:
+    print(__import__("json").dumps(_codemode_seccomp()))
+except Exception:
+    print("{}")
+`;
+
+/** Reads the seccomp facts line of {@link PROBE_PROGRAM}'s output; undefined when it tells nothing. */
+export function parseSeccompFacts(line: string | undefined): SeccompProbe | undefined {
+  let facts: { mode?: string; filters?: string; probe?: string };
+  try {
+    facts = JSON.parse(line ?? "");
+  } catch {
+    return undefined;
+  }
+  const mode = ({ "0": "disabled", "1": "strict", "2": "filter" } as const)[facts?.mode as "0" | "1" | "2"];
+  if (!mode) return undefined;
+  const filters = Number(facts.filters);
+  return {
+    mode,
+    ...(facts.filters && Number.isInteger(filters) ? { filters } : {}),
+    ...(facts.probe ? { probe: facts.probe } : {}),
+    codemode: mode === "filter" && facts.probe === "EPERM",
+  };
+}
+
+/** The problem with a container sandbox's seccomp state, if any: it should run under codemode's profile. */
+export function seccompProblem(seccomp: SeccompProbe | undefined): Problem | undefined {
+  if (!seccomp || seccomp.codemode) return undefined;
+  if (seccomp.mode === "disabled") {
+    return {
+      message: "The sandbox runs without any seccomp filter",
+      fix: "Unset CODEMODE_SECCOMP (or set it to codemode) and check that the engine supports seccomp",
+    };
+  }
+  return {
+    message: `A seccomp filter other than codemode's is in force (seccomp(2) returned "${
+      seccomp.probe ?? "nothing"
+    }", codemode's profile refuses it)`,
+    fix: "Expected with CODEMODE_SECCOMP=engine or a custom profile; unset it to use codemode's " +
+      "(docs/security.md)",
+  };
+}
+
+/** Starts a real sandbox through the plugin, runs {@link PROBE_PROGRAM}, and removes it. Never throws. */
+export async function probeSandbox(
+  plugin: RuntimePlugin,
+  options: RuntimeCheckOptions,
+): Promise<SandboxProbe> {
+  const session = new SandboxSession({
+    runtime: plugin,
+    sandbox: {
+      name: `codemode-doctor-${process.pid}-${plugin.name}`,
+      image: options.image,
+      command: options.command,
+      limits: options.limits,
+      labels: ownerLabels("doctor"),
+    },
+    bootstrap: options.bootstrap(),
+    rpc: () => Promise.reject(new RpcError("RuntimeError", "doctor's sandbox check serves no calls")),
+    maxOutput: options.maxOutput,
+    startTimeoutMs: options.startTimeoutMs ?? 120_000,
+    graceMs: 1000,
+  });
+  let started = performance.now();
+  try {
+    await session.start();
+    const startMs = Math.round(performance.now() - started);
+    started = performance.now();
+    const result = await session.execute(PROBE_PROGRAM, { timeout: 15 });
+    const runMs = Math.round(performance.now() - started);
+    const [first, facts] = result.stdout.split("\n");
+    const ok = result.status === "ok" && first.trim() === "ok";
+    const seccomp = parseSeccompFacts(facts);
+    return {
+      ok,
+      startMs,
+      runMs,
+      python: session.python,
+      ...(seccomp ? { seccomp } : {}),
+      ...(ok ? {} : { error: result.error || `unexpected output: "${result.stdout.slice(0, 200)}"` }),
+    };
+  } catch (error) {
+    return { ok: false, error: (error as Error).message ?? String(error) };
+  } finally {
+    await session.close().catch(() => {});
+  }
+}

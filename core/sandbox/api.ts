@@ -1,0 +1,178 @@
+/**
+ * What sandbox code can ask of the host: tool calls, server and tool docs, search. Each RPC method the
+ * Python `mcp` package uses is served here. Server secrets (env, headers, args, urls) never cross.
+ * The policy applies here: refused servers and tools are left out of every listing and search, and
+ * naming one raises PermissionError saying which rule refused it.
+ * @module
+ */
+import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { ServerSpec } from "../contracts/discovery.ts";
+import { pythonAlias } from "../python_alias.ts";
+import { Policy, type Verdict } from "../config/policy.ts";
+import { redact, secretsOf } from "../upstream/redact.ts";
+import { RpcError, type RpcHandler } from "./rpc.ts";
+import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
+import type { SearchHit } from "../catalog/index.ts";
+
+/** The upstream side: the pool of MCP client connections. */
+export interface ToolCaller {
+  names(): string[];
+  spec(name: string): ServerSpec | undefined;
+  listTools(name: string): Promise<Tool[]>;
+  callTool(
+    name: string,
+    tool: string,
+    args: Record<string, unknown>,
+    options?: { signal?: AbortSignal },
+  ): Promise<CallToolResult>;
+}
+
+/** The doc side: search over every configured server (cached), and docs already indexed. */
+export interface DocSearch {
+  search(query: string, options: { limit?: number; server?: string }): SearchHit[] | Promise<SearchHit[]>;
+  /** Indexed docs of one server: search hits are checked against the policy with their annotations. */
+  docs(server: string): ToolDoc[];
+}
+
+/** How tool results are turned into values for Python. */
+export interface ResultCodec {
+  unwrap(result: CallToolResult): unknown;
+  raw(result: CallToolResult): unknown;
+}
+
+/** Builds the RPC handler sandbox sessions use; `policy` decides what sandbox code may reach. */
+export function sandboxApi(
+  pool: ToolCaller,
+  docs: DocSearch,
+  codec: ResultCodec,
+  policy: Policy = new Policy(),
+): RpcHandler {
+  // One AbortSignal per run, so counting by signal counts per run and forgets finished runs by itself.
+  const callsMade = new WeakMap<AbortSignal, number>();
+  const allowedServers = () => pool.names().filter((n) => policy.allowsServer(n).ok);
+  const server = (params: Record<string, unknown>, key = "server"): string => {
+    const name = params[key];
+    if (typeof name !== "string" || !name) throw new RpcError("ValueError", `"${key}" must be a server name`);
+    const resolved = resolveServer(pool, name);
+    enforce(policy.allowsServer(resolved ?? name));
+    if (!resolved) {
+      throw new RpcError(
+        "KeyError",
+        `Unknown server "${name}"; configured: ${allowedServers().join(", ") || "none"}`,
+      );
+    }
+    return resolved;
+  };
+  const allowed = (d: ToolDoc) => policy.allowsTool(d.server, d.tool, d.annotations).ok;
+  const toolDocs = async (name: string): Promise<ToolDoc[]> =>
+    (await pool.listTools(name)).map((t) => toolDoc(name, t)).filter(allowed);
+
+  const methods: Record<string, (params: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>> =
+    {
+      async call_tool(params, signal) {
+        const name = server(params);
+        const tool = await resolveTool(pool, policy, name, String(params.tool ?? ""));
+        const args = params.arguments ?? {};
+        if (typeof args !== "object" || Array.isArray(args)) {
+          throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
+        }
+        const made = callsMade.get(signal) ?? 0;
+        enforce(policy.allowsCall(made));
+        callsMade.set(signal, made + 1);
+        const result = await pool.callTool(name, tool, args as Record<string, unknown>, { signal });
+        return params.raw ? codec.raw(result) : codec.unwrap(result);
+      },
+      list_servers() {
+        return Promise.resolve(allowedServers().map((name) => publicServer(name, pool.spec(name))));
+      },
+      async describe_server(params) {
+        const name = server(params, "name");
+        return { ...publicServer(name, pool.spec(name)), tools: (await toolDocs(name)).map(toolSummary) };
+      },
+      async list_tools(params) {
+        return (await toolDocs(server(params))).map(toolSummary);
+      },
+      async query_tool_docs(params) {
+        const name = server(params);
+        const detail = params.detail === "full" ? "full" : "summary";
+        let found = await toolDocs(name);
+        if (typeof params.tool === "string" && params.tool) {
+          const wanted = params.tool;
+          found = found.filter((d) => d.tool === wanted || pythonAlias(d.tool) === wanted);
+          if (!found.length) {
+            await resolveTool(pool, policy, name, wanted); // raises PermissionError when the policy hid it
+            throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
+          }
+        }
+        return found.map(detail === "full" ? toolFull : toolSummary);
+      },
+      async search_tool_docs(params) {
+        const query = String(params.query ?? "").trim();
+        if (!query) throw new RpcError("ValueError", "search_tool_docs needs a query");
+        const limit = Math.max(1, Math.min(100, Number(params.limit ?? 5) || 5));
+        const serverName = typeof params.server === "string" ? server(params) : undefined;
+        if (policy.open) return await docs.search(query, { limit, server: serverName });
+        // Refused tools are dropped after ranking, so ask for the most and keep the first allowed ones.
+        const hits = await docs.search(query, { limit: 100, server: serverName });
+        return hits.filter((hit) => {
+          const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
+          return policy.allowsTool(hit.server, hit.tool, doc?.annotations).ok;
+        }).slice(0, limit);
+      },
+    };
+
+  return async (method, params, context) => {
+    const serve = Object.hasOwn(methods, method) ? methods[method] : undefined;
+    if (!serve) throw new RpcError("NotImplementedError", `Unknown host method "${method}"`);
+    return await serve(params, context.signal);
+  };
+}
+
+/** Finds a server by name or by its Python alias. */
+function resolveServer(pool: ToolCaller, name: string): string | undefined {
+  const names = pool.names();
+  return names.includes(name) ? name : names.find((n) => pythonAlias(n) === name);
+}
+
+/**
+ * Maps a tool alias (`get_sum`) back to the server's own tool name (`get-sum`); raises PermissionError
+ * for a tool the policy refuses, and AttributeError listing the allowed ones for a tool that isn't there.
+ */
+async function resolveTool(pool: ToolCaller, policy: Policy, server: string, tool: string): Promise<string> {
+  if (!tool) throw new RpcError("ValueError", "A tool name is required");
+  const tools = await pool.listTools(server);
+  const match = tools.find((t) => t.name === tool) ?? tools.find((t) => pythonAlias(t.name) === tool);
+  if (match) {
+    enforce(policy.allowsTool(server, match.name, match.annotations));
+    return match.name;
+  }
+  const available = tools.filter((t) => policy.allowsTool(server, t.name, t.annotations).ok);
+  throw new RpcError(
+    "AttributeError",
+    `Server "${server}" has no tool "${tool}"; available: ${
+      available.map((t) => pythonAlias(t.name)).join(", ") || "none"
+    }`,
+  );
+}
+
+/** Raises a refusal in the sandbox as PermissionError. */
+function enforce(verdict: Verdict): void {
+  if (!verdict.ok) throw new RpcError("PermissionError", verdict.reason);
+}
+
+/**
+ * What sandbox code may know about a server: no command line, env, headers or URL (they hold secrets), and
+ * the free text it does get (description, cwd) with those secrets redacted, in case the config repeats one.
+ */
+function publicServer(name: string, spec: ServerSpec | undefined): Record<string, unknown> {
+  const info: Record<string, unknown> = {
+    name,
+    alias: pythonAlias(name),
+    transport: spec?.transport ?? "stdio",
+  };
+  const secrets = spec ? secretsOf(spec) : [];
+  if (spec?.description) info.description = redact(spec.description, secrets);
+  if (spec?.cwd) info.cwd = redact(spec.cwd, secrets);
+  if (spec?.source) info.source = spec.source.plugin;
+  return info;
+}

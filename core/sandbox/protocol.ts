@@ -1,0 +1,83 @@
+/**
+ * The host <-> sandbox protocol: newline-delimited JSON frames on the sandbox process's stdin/stdout.
+ *
+ * Host -> sandbox
+ *   {type:"bootstrap", modules:{<dotted module name>: <python source>}, packages:[<package names>],
+ *                      main:<module>, config:{max_output, servers:[{name, alias}]}}  (first line only)
+ *   {type:"execute", id, code, timeout}      run code; timeout in seconds
+ *   {type:"rpc_result", id, ok, value?, error?: {type, message}}
+ *   {type:"interrupt", id}                 stop execution `id` as its timeout would (the client cancelled)
+ *   {type:"shutdown"}
+ *
+ * Sandbox -> host
+ *   {type:"ready", python}                   after bootstrap; python = version string
+ *   {type:"rpc", id, method, params}         a call into the host (tool calls, docs, search)
+ *   {type:"output", id, stream:"stdout"|"stderr", data}   user output as produced
+ *   {type:"done", id, status:"ok"|"error"|"timeout", value?, error?, dropped?:{stdout, stderr}}
+ *
+ * The sandbox is untrusted: every frame it sends is parsed here, and anything that does not fit is
+ * counted and dropped, never obeyed.
+ * @module
+ */
+import * as z from "zod";
+
+/** Default cap on one frame, in bytes. Larger lines are discarded whole. */
+export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
+/** Binary values cross the JSON channel as `{__codemode_bytes__: base64, mime_type}`. */
+export const BYTES_MARKER = "__codemode_bytes__";
+
+const id = z.union([z.string(), z.number()]);
+
+/** Frames the sandbox may send. */
+export const SandboxFrame = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("ready"), python: z.string().optional() }),
+  z.object({
+    type: z.literal("rpc"),
+    id,
+    method: z.string().max(64),
+    params: z.record(z.string(), z.unknown()).default({}),
+  }),
+  z.object({
+    type: z.literal("output"),
+    id: id.optional(),
+    stream: z.enum(["stdout", "stderr"]),
+    data: z.string(),
+  }),
+  z.object({
+    type: z.literal("done"),
+    id,
+    status: z.enum(["ok", "error", "timeout"]),
+    value: z.string().optional(),
+    error: z.string().optional(),
+    dropped: z.object({ stdout: z.number(), stderr: z.number() }).partial().optional(),
+  }),
+]);
+
+/** A validated frame from the sandbox. */
+export type SandboxFrame = z.infer<typeof SandboxFrame>;
+
+/** Frames the host sends. */
+export type HostFrame =
+  | {
+    type: "bootstrap";
+    modules: Record<string, string>;
+    packages: string[];
+    main: string;
+    config: BootstrapConfig;
+  }
+  | { type: "execute"; id: string; code: string; timeout: number }
+  | { type: "rpc_result"; id: string | number; ok: true; value: unknown }
+  | { type: "rpc_result"; id: string | number; ok: false; error: { type: string; message: string } }
+  | { type: "interrupt"; id: string }
+  | { type: "shutdown" };
+
+/** What the sandbox runtime is told at start-up. */
+export interface BootstrapConfig {
+  /** Per-stream output cap in bytes for one execution. */
+  max_output: number;
+  /** Every configured, allowed server, so proxies exist before first use. */
+  servers: { name: string; alias: string; description?: string }[];
+  /** The file descriptor of a direct duplex channel to use for frames instead of stdin/stdout. */
+  channel_fd?: number;
+}

@@ -1,0 +1,81 @@
+/**
+ * How a run ended, as a sandbox session saw it, turned into the result the client gets: the sandbox's
+ * own `done` frame, or the host stopping it (deadline passed, cancel ignored, sandbox gone, channel broken).
+ * @module
+ */
+import type { RunResult } from "../contracts/output.ts";
+import type { SandboxFrame } from "./protocol.ts";
+import { type OutputBuffer, truncationNote } from "./output_buffer.ts";
+
+/** The sandbox's report that a run ended. */
+export type DoneFrame = Extract<SandboxFrame, { type: "done" }>;
+
+/** Why a run ended: its done frame, or what the host saw instead. */
+export type RunEnd =
+  | DoneFrame
+  | { stopped: "deadline" | "cancelled" }
+  | { exited: string }
+  | { channelFailed: string };
+
+/** What the result is built from besides the end. */
+export interface RunRecord {
+  stdout: OutputBuffer;
+  stderr: OutputBuffer;
+  /** Seconds the run took on the host. */
+  duration: number;
+  timeoutSeconds: number;
+  /** The client cancelled the run. */
+  cancelled: boolean;
+}
+
+/** The message of a run the client cancelled and the sandbox interrupted. */
+export const CANCELLED =
+  "Cancelled by the client: execution was interrupted; globals assigned before that point are kept";
+
+/** The result of a run that ended as `end`; host-side ends mean the sandbox was killed. */
+export function runResult(end: RunEnd, run: RunRecord): RunResult {
+  const base = { stdout: run.stdout.text(), stderr: run.stderr.text(), duration: run.duration };
+  const notes = [...run.stdout.notes("stdout"), ...run.stderr.notes("stderr")];
+  if ("stopped" in end) {
+    const deadline = end.stopped === "deadline";
+    return {
+      ...base,
+      status: deadline ? "timeout" : "cancelled",
+      error: deadline
+        ? `Timed out after ${run.timeoutSeconds}s and did not stop when interrupted; the sandbox was killed`
+        : "Cancelled by the client; the run did not stop when interrupted, so the sandbox was killed",
+      notes,
+      sessionLost: true,
+    };
+  }
+  if ("exited" in end) {
+    return {
+      ...base,
+      status: "error",
+      error: `The sandbox ended during the run (${end.exited})`,
+      notes,
+      sessionLost: true,
+    };
+  }
+  if ("channelFailed" in end) {
+    return {
+      ...base,
+      status: "error",
+      error: `The sandbox channel failed: ${end.channelFailed}`,
+      sessionLost: true,
+    };
+  }
+  for (const stream of ["stdout", "stderr"] as const) {
+    const dropped = end.dropped?.[stream] ?? 0;
+    if (dropped > 0 && !run[stream].truncated) notes.push(truncationNote(stream, dropped, run[stream].cap));
+  }
+  // A run that finished before the interrupt landed keeps its result.
+  const cancelled = run.cancelled && end.status !== "ok";
+  return {
+    ...base,
+    status: cancelled ? "cancelled" : end.status,
+    ...(end.value !== undefined ? { value: end.value } : {}),
+    ...(cancelled ? { error: CANCELLED } : end.error ? { error: end.error } : {}),
+    notes,
+  };
+}

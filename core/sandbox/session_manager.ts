@@ -1,0 +1,291 @@
+/**
+ * Keeps one sandbox session per key (an MCP client connection, a `codemode run`): started on first
+ * use, kept warm, stopped when idle or on shutdown. Containers are named and labelled with their owner
+ * so that leftovers of a crashed codemode are reaped at the next start.
+ * @module
+ */
+import { hostname } from "node:os";
+import type { RuntimePlugin, SandboxLimits } from "../contracts/runtime.ts";
+import type { RunResult } from "../contracts/output.ts";
+import type { HostFrame } from "./protocol.ts";
+import type { RpcHandler } from "./rpc.ts";
+import { type RunOptions, SandboxSession } from "./session.ts";
+import { RunSlots } from "./run_slots.ts";
+import { log } from "../observe/log.ts";
+import { processAlive } from "../process_alive.ts";
+import { stats } from "../observe/stats.ts";
+
+export type { OutputListener, RunOptions } from "./session.ts";
+
+/** Label keys every sandbox carries. */
+export const LABELS = {
+  managed: "codemode.managed",
+  owner: "codemode.owner-pid",
+  host: "codemode.host",
+  session: "codemode.session",
+} as const;
+
+/** The labels that mark a sandbox as this process's, so a later codemode can reap it if we crash. */
+export function ownerLabels(session: string): Record<string, string> {
+  return {
+    [LABELS.managed]: "true",
+    [LABELS.owner]: String(process.pid),
+    [LABELS.host]: hostname(),
+    [LABELS.session]: session.slice(0, 64),
+  };
+}
+
+/** How sessions are made. */
+export interface SessionManagerOptions {
+  /** Resolves the runtime to use (detection may be slow, so it is lazy and shared). */
+  runtime: () => Promise<RuntimePlugin>;
+  image: string;
+  limits: SandboxLimits;
+  /** The bootstrap command run inside the sandbox. */
+  command: string[];
+  /** The first frame: the runtime source and its configuration. */
+  bootstrap: () => HostFrame;
+  rpc: RpcHandler;
+  maxOutput: number;
+  /** Seconds a session may sit idle before it is stopped. */
+  idleTimeout: number;
+  /** Seconds after a run's timeout before a sandbox that did not stop is killed. */
+  graceSeconds?: number;
+  /**
+   * Most live sessions. A new session beyond it stops the least recently used idle one; when every
+   * session is running code, the new one's run is refused with an error result.
+   */
+  maxSessions?: number;
+  /** Most runs executing at once across sessions; the others wait their turn within their timeout. */
+  maxRuns?: number;
+}
+
+interface Entry {
+  session: Promise<SandboxSession>;
+  idle?: ReturnType<typeof setTimeout>;
+  busy: number;
+  /** When a run last started or ended here (a counter, for least-recently-used eviction). */
+  used: number;
+}
+
+/** The sessions of one codemode process. */
+export class SessionManager {
+  #options: SessionManagerOptions;
+  #entries = new Map<string, Entry>();
+  #closed = false;
+  #counter = 0;
+  #uses = 0;
+  /** The runtime once a session or the reaper resolved it (shutdown must not select one). */
+  #runtime?: RuntimePlugin;
+  readonly #slots: RunSlots;
+  readonly #tag = Math.random().toString(36).slice(2, 8);
+
+  /** Creates a manager; no sandbox starts until the first run. */
+  constructor(options: SessionManagerOptions) {
+    this.#options = options;
+    this.#slots = new RunSlots(options.maxRuns);
+  }
+
+  /** Number of live sessions. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Runs code in the session for `key`, starting the session if needed. Throws when it can't start. */
+  async run(key: string, code: string, options: RunOptions): Promise<RunResult> {
+    if (this.#closed) throw new Error("codemode is shutting down");
+    const existing = this.#entries.get(key);
+    // A sandbox that ended between runs (killed from outside, crashed while idle) is replaced, and the
+    // run says its state is gone instead of failing with "not running".
+    if (existing && existing.busy === 0 && (await existing.session.then((s) => !s.alive, () => true))) {
+      this.#drop(key, existing);
+      const result = await this.run(key, code, options);
+      const note = "the previous sandbox had ended since the last run, so this ran in a fresh one: " +
+        "earlier variables and imports are gone";
+      return { ...result, notes: [note, ...result.notes ?? []] };
+    }
+    const entry = this.#entry(key);
+    if (!entry) return notRun("error", this.#fullMessage());
+    entry.busy++;
+    entry.used = ++this.#uses;
+    if (entry.idle) clearTimeout(entry.idle);
+    try {
+      const session = await entry.session;
+      const result = await this.#execute(session, code, options);
+      if (!session.alive) this.#drop(key, entry);
+      return result;
+    } catch (error) {
+      this.#drop(key, entry);
+      throw error;
+    } finally {
+      entry.busy--;
+      entry.used = ++this.#uses;
+      if (entry.busy === 0 && this.#entries.get(key) === entry) this.#armIdle(key, entry);
+    }
+  }
+
+  /** Starts the session for `key` ahead of its first run (e.g. to hide start-up latency). */
+  async warm(key: string): Promise<void> {
+    const entry = this.#entry(key);
+    if (!entry) throw new Error(this.#fullMessage());
+    await entry.session;
+  }
+
+  /** Stops the session for `key` (its client went away); a later run for `key` starts a fresh one. */
+  async close(key: string): Promise<void> {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#entries.delete(key);
+    if (entry.idle) clearTimeout(entry.idle);
+    await entry.session.then((s) => s.close("client-gone"), () => {});
+  }
+
+  /** Stops every session and removes their sandboxes. */
+  async closeAll(): Promise<void> {
+    this.#closed = true;
+    const entries = [...this.#entries.values()];
+    this.#entries.clear();
+    await Promise.all(entries.map(async (entry) => {
+      if (entry.idle) clearTimeout(entry.idle);
+      await entry.session.then((s) => s.close("shutdown"), () => {});
+    }));
+    // A sandbox whose removal failed (engine binary gone) must not outlive the server: one last, bounded try.
+    if (this.#runtime?.settle && !(await this.#runtime.settle(3_000))) {
+      log.warn("sandbox containers could not be removed; the next codemode start reaps them");
+    }
+  }
+
+  /** Removes sandboxes left by codemode processes on this host that no longer run. */
+  async reapLeftovers(): Promise<number> {
+    const runtime = this.#runtime = await this.#options.runtime();
+    const host = hostname();
+    let reaped = 0;
+    for (const sandbox of await runtime.listManaged()) {
+      const owner = Number(sandbox.labels[LABELS.owner]);
+      if (sandbox.labels[LABELS.host] !== host || !Number.isInteger(owner)) continue;
+      if (owner === process.pid || processAlive(owner)) continue;
+      await runtime.remove(sandbox.name);
+      reaped++;
+    }
+    if (reaped) log.info("reaped leftover sandboxes", { count: reaped });
+    return reaped;
+  }
+
+  /** Runs `code` once a run slot is free; the wait counts against the run's timeout. */
+  async #execute(session: SandboxSession, code: string, options: RunOptions): Promise<RunResult> {
+    const queued = this.#slots.full;
+    const asked = performance.now();
+    const release = await this.#slots.acquire(options.timeout * 1000, options.signal);
+    const waited = (performance.now() - asked) / 1000;
+    const cap = `CODEMODE_MAX_RUNS allows ${this.#slots.max} at once`;
+    if (!release) {
+      return options.signal?.aborted
+        ? notRun("cancelled", `Cancelled while waiting for a run slot (${cap}); nothing ran`, waited)
+        : notRun(
+          "timeout",
+          `Waited ${options.timeout}s for a run slot and none came free (${cap}); nothing ran, the session ` +
+            "is intact: try again when other runs have finished",
+          waited,
+        );
+    }
+    try {
+      // Only a real wait is charged: a free slot's microseconds would show up as "timed out after 0.99999s".
+      const timeout = queued ? Math.max(0.05, options.timeout - waited) : options.timeout;
+      const result = await session.execute(code, { ...options, timeout });
+      if (!queued) return result;
+      const note = `waited ${waited.toFixed(1)}s for a run slot (${cap}); that counted against the timeout`;
+      return { ...result, notes: [note, ...result.notes ?? []] };
+    } finally {
+      release();
+    }
+  }
+
+  /** The session for `key`, made if needed; undefined when the session cap leaves no room. */
+  #entry(key: string): Entry | undefined {
+    let entry = this.#entries.get(key);
+    if (!entry) {
+      if (!this.#roomForOneMore()) return undefined;
+      const created: Entry = { session: this.#start(key), busy: 0, used: ++this.#uses };
+      created.session.catch(() => this.#drop(key, created));
+      this.#entries.set(key, created);
+      entry = created;
+    }
+    return entry;
+  }
+
+  async #start(key: string): Promise<SandboxSession> {
+    const o = this.#options;
+    const runtime = this.#runtime = await o.runtime();
+    const name = `codemode-${process.pid}-${this.#tag}-${++this.#counter}`;
+    const session = new SandboxSession({
+      runtime,
+      sandbox: {
+        name,
+        image: o.image,
+        command: o.command,
+        limits: o.limits,
+        labels: ownerLabels(key),
+      },
+      bootstrap: o.bootstrap(),
+      rpc: o.rpc,
+      maxOutput: o.maxOutput,
+      graceMs: (o.graceSeconds ?? 2) * 1000,
+    });
+    await session.start();
+    if (this.#closed) {
+      await session.close("shutdown");
+      throw new Error("codemode is shutting down");
+    }
+    return session;
+  }
+
+  /** Under the session cap, or made so by stopping the least recently used idle session. */
+  #roomForOneMore(): boolean {
+    const max = this.#options.maxSessions;
+    if (max === undefined || this.#entries.size < max) return true;
+    let lru: [string, Entry] | undefined;
+    for (const pair of this.#entries) {
+      if (pair[1].busy === 0 && (!lru || pair[1].used < lru[1].used)) lru = pair;
+    }
+    if (!lru) return false;
+    const [key, entry] = lru;
+    this.#entries.delete(key);
+    if (entry.idle) clearTimeout(entry.idle);
+    log.info("stopping the least recently used idle sandbox to stay within the session cap", {
+      session: key,
+      maxSessions: max,
+    });
+    void entry.session.then((s) => s.close(), () => {});
+    return true;
+  }
+
+  #fullMessage(): string {
+    const max = this.#options.maxSessions;
+    return `All ${max} sandbox sessions are running code (CODEMODE_MAX_SESSIONS=${max}), so no new session ` +
+      "can start; try again when a run has finished";
+  }
+
+  #armIdle(key: string, entry: Entry): void {
+    entry.idle = setTimeout(() => {
+      if (entry.busy > 0 || this.#entries.get(key) !== entry) return;
+      this.#entries.delete(key);
+      log.info("stopping idle sandbox", { session: key });
+      void entry.session.then((s) => s.close("idle"), () => {});
+    }, this.#options.idleTimeout * 1000);
+    (entry.idle as { unref?: () => void }).unref?.();
+  }
+
+  #drop(key: string, entry: Entry): void {
+    if (this.#entries.get(key) !== entry) return;
+    this.#entries.delete(key);
+    if (entry.idle) clearTimeout(entry.idle);
+    void entry.session.then((s) => s.kill(), () => {});
+  }
+}
+
+/** The result of a run that never started: nothing ran, the session (if any) is untouched. */
+function notRun(status: RunResult["status"], error: string, duration = 0): RunResult {
+  // Counted like any other run, so stats show what the caps turned away.
+  stats.run(status, duration * 1000);
+  return { status, stdout: "", stderr: "", error, duration };
+}

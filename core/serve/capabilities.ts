@@ -1,0 +1,51 @@
+/**
+ * The text of the capabilities resource: what run_python offers, the discovery helpers, and the
+ * configured servers by name (no schemas: those are fetched on demand from inside the sandbox).
+ * @module
+ */
+import type { ServerSpec } from "../contracts/discovery.ts";
+import { pythonAlias } from "../python_alias.ts";
+import type { Policy } from "../config/policy.ts";
+
+/** Markdown describing what sandbox code can do here (only the servers the policy allows are listed). */
+export function capabilityText(servers: ServerSpec[], runtime?: string, policy?: Policy): string {
+  const lines = [
+    "# codemode: run_python",
+    "",
+    "Python 3 in a sandbox with no network and no access to the host; `/tmp` and `/workspace` are writable.",
+    "State (variables, imports) persists between calls; top-level `await` works; the value of a final",
+    "expression is returned.",
+    runtime ? `Sandbox runtime: ${runtime}.` : "",
+    "",
+    "## Calling MCP tools",
+    "- `await mcp_<server>.<tool>(**arguments)`; also `mcp_servers['name']` and",
+    "  `from mcp.servers.<server> import <tool>`. Names with `-` use `_`.",
+    "- Results arrive unwrapped (structured content, JSON, text; images as bytes with `.mime_type`);",
+    "  pass `raw=True` for the whole MCP result. A tool error raises `ToolError`.",
+    "- `asyncio.gather(...)` runs calls in parallel.",
+    "",
+    "## Finding tools (`from mcp import runtime`)",
+    "- `runtime.discovered_servers()`; `await runtime.search_tool_docs('words', limit=5)`",
+    "- `await runtime.query_tool_docs(server, tool=None, detail='summary'|'full')`",
+    "- `await runtime.list_tools(server)`, `runtime.describe_server(name)`, `help(mcp_x.tool)`",
+    "- `_sync` variants exist for the list/query/search helpers.",
+    "",
+    `## Configured servers (${servers.length})`,
+    ...servers.map((s) => `- \`${pythonAlias(s.name)}\`${s.description ? `: ${s.description}` : ""}`),
+    ...policyLines(policy),
+  ];
+  return lines.filter((line, i, all) => !(line === "" && all[i - 1] === "")).join("\n") + "\n";
+}
+
+/** What the policy means for sandbox code, so a model does not learn it by trial and error. */
+function policyLines(policy: Policy | undefined): string[] {
+  if (!policy || policy.open) return [];
+  const r = policy.rules;
+  return [
+    "",
+    "## Policy",
+    "- Some servers or tools may be hidden; naming one raises `PermissionError` saying which rule refused it.",
+    r.readOnly ? "- Read-only: only tools annotated `readOnlyHint` can be called." : "",
+    r.maxToolCalls !== undefined ? `- At most ${r.maxToolCalls} tool calls per run_python call.` : "",
+  ].filter((line, i) => line !== "" || i === 0);
+}

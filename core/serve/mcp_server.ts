@@ -1,0 +1,169 @@
+/**
+ * The MCP face of codemode: one tool, `run_python`, a capabilities resource and a stats resource. Tool
+ * and argument descriptions stay short because every token here is paid in every conversation; details
+ * live in `runtime.capability_summary()` and the resource. Each call gets a request id that every log
+ * line of its run carries; the client may hear the run's output (progress) and log lines (logging), and
+ * cancelling the request interrupts the run.
+ * @module
+ */
+import { type LoggingLevel, McpServer, type ServerContext } from "@modelcontextprotocol/server";
+import * as z from "zod";
+import type { OutputPlugin, RunResult } from "../contracts/output.ts";
+import { log, type LogScope, withLogScope } from "../observe/log.ts";
+import type { RunOptions } from "../sandbox/session.ts";
+import { isLoggingLevel, logForwarder, progressStream } from "./run_notifications.ts";
+import { stats } from "../observe/stats.ts";
+
+/** Runs code for a client; the session manager in production, a fake in unit tests. */
+export interface CodeRunner {
+  run(key: string, code: string, options: RunOptions): Promise<RunResult>;
+}
+
+/** What the MCP server needs. */
+export interface McpServerOptions {
+  runner: CodeRunner;
+  output: OutputPlugin;
+  /** Seconds used when the caller gives no timeout, and the most a caller may ask for. */
+  defaultTimeout: number;
+  maxTimeout: number;
+  /** The text of the capabilities resource. */
+  capabilities: () => string;
+  /** Starts the named upstream servers ahead of the run; returns why any of them can't be (unknown, refused). */
+  preload: (servers: string[]) => Promise<string[]>;
+  /** Session key for this connection. */
+  sessionKey: string;
+  version: string;
+}
+
+/** URI of the capabilities resource. */
+export const CAPABILITIES_URI = "codemode://capabilities";
+/** URI of the stats resource: this process's counters and latencies as JSON. */
+export const STATS_URI = "codemode://stats";
+
+const DESCRIPTION = "Run Python in a persistent sandbox (state kept between calls; top-level await). " +
+  "Call any configured MCP tool: `await mcp_<server>.<tool>(**args)`. " +
+  "Find tools: `from mcp import runtime; await runtime.search_tool_docs('query')`; " +
+  "more: `runtime.capability_summary()`.";
+
+/** Builds the codemode MCP server (not yet connected to a transport). */
+export function createMcpServer(options: McpServerOptions): McpServer {
+  const server = new McpServer(
+    { name: "codemode", version: options.version },
+    {
+      instructions:
+        "Use run_python to call MCP tools from Python; search tools with runtime.search_tool_docs.",
+      capabilities: { logging: {} },
+    },
+  );
+  // Our own setLevel handler (replacing the SDK's) so forwarding can skip lines before building them.
+  let clientLevel: LoggingLevel = "warning";
+  server.server.setRequestHandler("logging/setLevel", (request) => {
+    if (isLoggingLevel(request.params.level)) clientLevel = request.params.level;
+    return {};
+  });
+  server.registerTool(
+    "run_python",
+    {
+      description: DESCRIPTION,
+      inputSchema: z.object({
+        code: z.string().describe("Python source; the last expression's value is returned"),
+        timeout: z.number().positive().optional().describe(`Seconds (default ${options.defaultTimeout})`),
+        servers: z.array(z.string()).optional().describe("MCP servers to start first"),
+      }),
+    },
+    async ({ code, timeout, servers }, ctx) => {
+      const requestId = newRequestId(options.sessionKey, ctx);
+      const notify = ctx.mcpReq.notify;
+      const progress = progressStream(notify, ctx.mcpReq._meta?.progressToken);
+      const scope: LogScope = { requestId, listener: logForwarder(notify, () => clientLevel, requestId) };
+      let result: RunResult;
+      try {
+        result = await withLogScope(scope, () =>
+          runPython(options, code, timeout, servers, {
+            requestId,
+            signal: ctx.mcpReq.signal,
+            onOutput: progress?.output,
+          }));
+        await progress?.flush();
+      } finally {
+        scope.ended = true;
+      }
+      const rendered = options.output.render(result);
+      return {
+        content: [{ type: "text", text: rendered.text }],
+        structuredContent: rendered.structured,
+        isError: result.status !== "ok",
+      };
+    },
+  );
+  server.registerResource(
+    "capabilities",
+    CAPABILITIES_URI,
+    { title: "codemode capabilities", description: "What run_python can do", mimeType: "text/markdown" },
+    (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/markdown", text: options.capabilities() }] }),
+  );
+  server.registerResource(
+    "stats",
+    STATS_URI,
+    {
+      title: "codemode stats",
+      description: "Runs, sandboxes and tool calls of this process",
+      mimeType: "application/json",
+    },
+    (uri) => ({
+      contents: [{
+        uri: uri.href,
+        mimeType: "application/json",
+        text: JSON.stringify(stats.snapshot(), null, 2),
+      }],
+    }),
+  );
+  return server;
+}
+
+/** A short id naming the connection and the MCP request: `<session>.<request id>.<random>`. */
+function newRequestId(sessionKey: string, ctx: ServerContext): string {
+  const session = (ctx.sessionId ?? sessionKey).slice(0, 8);
+  const random = Math.random().toString(36).slice(2, 6);
+  return `${session}.${String(ctx.mcpReq.id).slice(0, 16)}.${random}`;
+}
+
+async function runPython(
+  options: McpServerOptions,
+  code: string,
+  timeout: number | undefined,
+  servers: string[] | undefined,
+  run: Omit<RunOptions, "timeout">,
+): Promise<RunResult> {
+  const started = performance.now();
+  const notes: string[] = [];
+  const seconds = Math.min(timeout ?? options.defaultTimeout, options.maxTimeout);
+  if (timeout !== undefined && timeout > options.maxTimeout) {
+    notes.push(`timeout lowered to the ${options.maxTimeout}s maximum`);
+  }
+  try {
+    if (servers?.length) {
+      const problems = await options.preload(servers);
+      if (problems.length) {
+        return failure(`${problems.join("; ")}; see runtime.discovered_servers()`, started);
+      }
+    }
+    log.info("run_python started", { session: options.sessionKey, timeout: seconds });
+    const result = await options.runner.run(options.sessionKey, code, { ...run, timeout: seconds });
+    log.info("run_python finished", { status: result.status, ms: Math.round(result.duration * 1000) });
+    return notes.length ? { ...result, notes: [...notes, ...(result.notes ?? [])] } : result;
+  } catch (error) {
+    log.error("run_python failed", { error: String(error) });
+    return failure(`${(error as Error).message ?? error}. Run \`codemode doctor\` for a diagnosis`, started);
+  }
+}
+
+function failure(message: string, started: number): RunResult {
+  return {
+    status: "error",
+    stdout: "",
+    stderr: "",
+    error: message,
+    duration: (performance.now() - started) / 1000,
+  };
+}

@@ -1,0 +1,435 @@
+/**
+ * One upstream MCP server as the pool sees it: started on first use, kept warm, shared by concurrent
+ * callers, restarted on the next use after it dies, and turning every failure into an error that names
+ * the server and the tool.
+ * @module
+ */
+import {
+  type CallToolResult,
+  Client,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  specTypeSchemas,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type Tool,
+  type Transport,
+} from "@modelcontextprotocol/client";
+import type { ServerSpec } from "../contracts/discovery.ts";
+import { log } from "../observe/log.ts";
+import { redact, secretsOf } from "./redact.ts";
+import { serverEnv } from "./safe_env.ts";
+import { stats } from "../observe/stats.ts";
+import {
+  explainCallFailure,
+  UpstreamCancelledError,
+  UpstreamClosedError,
+  UpstreamStartError,
+} from "./errors.ts";
+import { UpstreamOutputLog } from "./output_log.ts";
+import { type ExitInfo, UpstreamStdioTransport } from "./stdio_transport.ts";
+
+/** Lifecycle of one server. */
+export type ServerState = "idle" | "starting" | "ready" | "failed" | "closed";
+
+/** A snapshot of one server, for `codemode servers` and diagnostics. */
+export interface ServerStatus {
+  state: ServerState;
+  /** Why the last start failed or the last session ended. */
+  error?: string;
+  /** When the current (or last) session became ready. */
+  startedAt?: Date;
+  /** Starts after the first one. */
+  restarts: number;
+  /** The stdio server's process id while it runs. */
+  pid?: number;
+  /** The transport in use; "sse" for an "http" server that fell back. */
+  transport?: "stdio" | "http" | "sse";
+}
+
+/** Limits for one connection. */
+export interface ConnectionOptions {
+  callTimeoutMs: number;
+  startTimeoutMs: number;
+  /** Largest single message accepted from a stdio server. */
+  maxMessageBytes?: number;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Overrides the server's timeout for this call. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+interface Session {
+  client: Client;
+  transport: Transport;
+  kind: "stdio" | "http" | "sse";
+  pid?: number;
+  startedAt?: Date;
+  /** How the connection ended, once it has. */
+  ended?: string;
+  tools?: Promise<Tool[]>;
+  /** Tools of the current listing without an outputSchema: their calls can take the lean path. */
+  plainTools?: Set<string>;
+}
+
+const CLIENT_INFO = { name: "codemode", version: "0.1.0" };
+
+/** A lazily started, self-healing client connection to one MCP server. */
+export class UpstreamConnection {
+  /** The server's configuration. */
+  readonly spec: ServerSpec;
+  #options: ConnectionOptions;
+  #state: ServerState = "idle";
+  #error?: string;
+  #starts = 0;
+  #session?: Session;
+  #starting?: Promise<Session>;
+  /** The session being connected, so close() can stop a start midway. */
+  #attempt?: Session;
+  #stderr: UpstreamOutputLog;
+  /** Redacted from every message this connection builds: those reach sandbox code. */
+  #secrets: string[];
+
+  constructor(spec: ServerSpec, options: ConnectionOptions) {
+    this.spec = spec;
+    this.#options = options;
+    this.#secrets = secretsOf(spec);
+    this.#stderr = new UpstreamOutputLog(spec.name, this.#secrets);
+  }
+
+  /** Where the server is in its lifecycle. */
+  status(): ServerStatus {
+    const session = this.#session;
+    return {
+      state: this.#state,
+      ...(this.#error ? { error: this.#error } : {}),
+      ...(session?.startedAt ? { startedAt: session.startedAt } : {}),
+      restarts: Math.max(0, this.#starts - 1),
+      ...(this.#state === "ready" && session?.pid ? { pid: session.pid } : {}),
+      ...(session ? { transport: session.kind } : {}),
+    };
+  }
+
+  /** The server's tools, fetched once per session (all pages) and refreshed when it says they changed. */
+  async listTools(): Promise<Tool[]> {
+    const session = await this.#ready();
+    if (!session.client.getServerCapabilities()?.tools) return [];
+    session.tools ??= session.client.listTools(undefined, { timeout: this.#timeout() })
+      .then((result) => {
+        session.plainTools = new Set(result.tools.filter((t) => !t.outputSchema).map((t) => t.name));
+        return result.tools;
+      })
+      .catch((error) => {
+        session.tools = undefined;
+        this.#dropIfLost(session, error);
+        throw this.#explain(error, session, "tools/list", this.#timeout());
+      });
+    return await session.tools;
+  }
+
+  /** Calls one tool and returns the raw MCP result; failures are `UpstreamError`s. */
+  async callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    options: CallOptions = {},
+  ): Promise<CallToolResult> {
+    const started = performance.now();
+    let session: Session | undefined;
+    const timeoutMs = this.#timeout(options.timeoutMs);
+    try {
+      session = await this.#readyUnlessAborted(tool, options.signal);
+      const result = await send(session, tool, args, { timeout: timeoutMs, signal: options.signal });
+      this.#called(tool, started, result.isError ? "tool_error" : "ok");
+      return result;
+    } catch (error) {
+      if (!session) {
+        this.#called(tool, started, "error", error);
+        throw error;
+      }
+      if (!options.signal?.aborted) this.#dropIfLost(session, error);
+      const explained = this.#explain(error, session, tool, timeoutMs, options.signal);
+      this.#called(tool, started, "error", explained);
+      throw explained;
+    }
+  }
+
+  /** Stops the server (the whole process tree for stdio) and refuses further use. */
+  async close(): Promise<void> {
+    this.#state = "closed";
+    const session = this.#session;
+    this.#session = undefined;
+    await Promise.allSettled([
+      session && endSession(session),
+      this.#attempt?.transport.close(),
+      this.#starting,
+    ]);
+  }
+
+  /** Counts one call and logs it (in the caller's log scope, so the line carries its request id). */
+  #called(tool: string, started: number, outcome: "ok" | "tool_error" | "error", error?: unknown): void {
+    const ms = performance.now() - started;
+    stats.upstreamCall(this.spec.name, tool, ms, outcome);
+    if (!log.enabled("debug")) return;
+    const fields = { server: this.spec.name, tool, ms: Math.round(ms * 10) / 10, outcome };
+    log.debug("upstream call", error ? { ...fields, error: describe(error) } : fields);
+  }
+
+  /** A method, not a field read, because the state changes across awaits. */
+  #closed(): boolean {
+    return this.#state === "closed";
+  }
+
+  #timeout(override?: number): number {
+    return override ?? this.spec.timeoutMs ?? this.#options.callTimeoutMs;
+  }
+
+  /** The live session, starting one if needed; concurrent callers share one start. */
+  #ready(): Promise<Session> {
+    if (this.#state === "closed") {
+      return Promise.reject(
+        new UpstreamClosedError(`MCP server "${this.spec.name}" is closed`, this.spec.name),
+      );
+    }
+    if (this.#state === "ready" && this.#session && !this.#session.ended) {
+      return Promise.resolve(this.#session);
+    }
+    this.#starting ??= this.#start().finally(() => (this.#starting = undefined));
+    return this.#starting;
+  }
+
+  /** Waits for the session, but gives up as soon as the caller aborts (a start can take seconds). */
+  #readyUnlessAborted(tool: string, signal?: AbortSignal): Promise<Session> {
+    const ready = this.#ready();
+    if (!signal) return ready;
+    const cancelled = () => this.#cancelled(tool, signal.reason);
+    if (signal.aborted) return Promise.reject(cancelled());
+    return new Promise<Session>((resolve, reject) => {
+      const onAbort = () => reject(cancelled());
+      signal.addEventListener("abort", onAbort, { once: true });
+      ready.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
+  }
+
+  #cancelled(tool: string, cause: unknown): UpstreamCancelledError {
+    const name = this.spec.name;
+    return new UpstreamCancelledError(
+      `The call to "${tool}" on MCP server "${name}" was cancelled`,
+      name,
+      tool,
+      {
+        cause,
+      },
+    );
+  }
+
+  async #start(): Promise<Session> {
+    this.#starts++;
+    this.#state = "starting";
+    this.#session = undefined;
+    this.#error = undefined;
+    this.#stderr.clear();
+    const name = this.spec.name;
+    const timeoutMs = this.#options.startTimeoutMs;
+    let gaveUp = false;
+    const connect = async (kind: Session["kind"]) => {
+      if (gaveUp || this.#state === "closed") throw new Error("start abandoned");
+      const attempt = this.#attempt = this.#open(kind);
+      // The SDK's own handshake timeout is a backstop; the deadline below fires first and says more.
+      await attempt.client.connect(attempt.transport, { timeout: timeoutMs + 1000 });
+      return attempt;
+    };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`it did not finish the MCP handshake within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      const session = await Promise.race([deadline, this.#handshake(connect)]);
+      if (this.#closed()) throw new Error("closed while starting");
+      session.startedAt = new Date();
+      session.pid = (session.transport as Partial<UpstreamStdioTransport>).pid;
+      this.#session = session;
+      this.#state = "ready";
+      stats.upstreamStart(name, true);
+      log.info("upstream server ready", { server: name, transport: session.kind, pid: session.pid });
+      return session;
+    } catch (error) {
+      gaveUp = true;
+      const failed = this.#attempt;
+      // Read before closing: how it ended on its own, not the signal close() sends.
+      const exit = (failed?.transport as Partial<UpstreamStdioTransport> | undefined)?.exit;
+      await failed?.transport.close().catch(() => {});
+      if (this.#closed()) {
+        throw new UpstreamClosedError(`MCP server "${name}" was closed while starting`, name, undefined, {
+          cause: error,
+        });
+      }
+      const reason = exit ? `it exited (${exitText(exit)}) before it was ready` : this.#describe(error);
+      const tail = this.#stderr.tail();
+      const message = redact(
+        `MCP server "${name}" failed to start: ${reason}` +
+          (tail ? `; its stderr ends with: ${tail}` : "") +
+          `; check its command, arguments and environment with \`codemode doctor\``,
+        this.#secrets,
+      );
+      this.#state = "failed";
+      this.#error = message;
+      stats.upstreamStart(name, false);
+      log.warn("upstream server failed to start", { server: name, error: message });
+      throw new UpstreamStartError(message, name, undefined, { cause: error });
+    } finally {
+      this.#attempt = undefined;
+      clearTimeout(timer);
+    }
+  }
+
+  /** Connects by the configured transport; "http" falls back to SSE when Streamable HTTP is refused. */
+  async #handshake(connect: (kind: Session["kind"]) => Promise<Session>): Promise<Session> {
+    const kind = this.spec.transport;
+    if (kind !== "http") return await connect(kind);
+    try {
+      return await connect("http");
+    } catch (httpError) {
+      if (this.#state !== "starting") throw httpError;
+      log.debug("streamable HTTP refused, trying SSE", {
+        server: this.spec.name,
+        error: describe(httpError),
+      });
+      try {
+        return await connect("sse");
+      } catch (sseError) {
+        throw new Error(
+          `Streamable HTTP failed (${describe(httpError)}) and SSE failed (${describe(sseError)})`,
+        );
+      }
+    }
+  }
+
+  /** Builds an unconnected client and transport, wired so the session notices its own end. */
+  #open(kind: Session["kind"]): Session {
+    const spec = this.spec;
+    let transport: Transport;
+    if (kind === "stdio") {
+      if (!spec.command) throw new Error(`no command configured`);
+      transport = new UpstreamStdioTransport({
+        command: spec.command,
+        args: spec.args,
+        cwd: spec.cwd,
+        env: serverEnv(spec),
+        maxMessageBytes: this.#options.maxMessageBytes,
+        onStderrLine: (line) => this.#stderr.stderr(line),
+        onNoise: (line) => this.#stderr.noise(line),
+      });
+    } else {
+      if (!spec.url) throw new Error(`no URL configured`);
+      const url = new URL(spec.url);
+      const requestInit = { headers: spec.headers ?? {} };
+      transport = kind === "http"
+        ? new StreamableHTTPClientTransport(url, { requestInit })
+        : new SSEClientTransport(url, { requestInit });
+    }
+    const client = new Client(CLIENT_INFO, { listMaxPages: 1000 });
+    const session: Session = { client, transport, kind };
+    transport.onclose = () => this.#ended(session);
+    client.onerror = (error) =>
+      log.debug("upstream protocol error", { server: spec.name, error: describe(error) });
+    client.setNotificationHandler("notifications/tools/list_changed", () => {
+      session.tools = undefined;
+      session.plainTools = undefined;
+    });
+    return session;
+  }
+
+  #ended(session: Session): void {
+    const exit = (session.transport as Partial<UpstreamStdioTransport>).exit;
+    session.ended ??= exit ? `exited (${exitText(exit)})` : "closed the connection";
+    this.#stderr.flush();
+    if (session !== this.#session || this.#state !== "ready") return;
+    this.#state = "failed";
+    this.#error = `MCP server "${this.spec.name}" ${session.ended}`;
+    log.warn("upstream server ended", { server: this.spec.name, how: session.ended });
+  }
+
+  /**
+   * A remote transport failing under a call (server restarted and forgot our session, network cut) leaves
+   * a session that can never work again; end it so the next call reconnects.
+   */
+  #dropIfLost(session: Session, error: unknown): void {
+    if (session.kind === "stdio" || session.ended || error instanceof ProtocolError) return;
+    const code = error instanceof SdkError ? error.code : undefined;
+    if (code === SdkErrorCode.RequestTimeout || code === SdkErrorCode.InvalidResult) return;
+    session.ended = `lost the connection (${clip(this.#describe(error).replace(/\s+/g, " "), 200)})`;
+    void session.transport.close().catch(() => {});
+    this.#ended(session);
+  }
+
+  /** Turns whatever the SDK threw into an `UpstreamError` that names the server and the tool. */
+  #explain(error: unknown, session: Session, tool: string, timeoutMs: number, signal?: AbortSignal): Error {
+    if (signal?.aborted) return this.#cancelled(tool, error);
+    return explainCallFailure(error, {
+      server: this.spec.name,
+      tool,
+      timeoutMs,
+      ended: session.ended,
+      remote: session.kind !== "stdio",
+      stderrTail: this.#stderr.tail(),
+      secrets: this.#secrets,
+    });
+  }
+
+  /** An error's message without this server's secrets (redacted before any clipping). */
+  #describe(error: unknown): string {
+    return redact(describe(error), this.#secrets);
+  }
+}
+
+/** Closes a session; a Streamable HTTP one first tells the server to drop it, briefly and best-effort. */
+async function endSession(session: Session): Promise<void> {
+  const transport = session.transport;
+  if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      transport.terminateSession().catch(() => {}),
+      new Promise((resolve) => (timer = setTimeout(resolve, 1000))),
+    ]);
+    clearTimeout(timer);
+  }
+  await transport.close();
+}
+
+/**
+ * Sends tools/call. `Client.callTool` adds output-schema validation and header mirroring (modern era),
+ * and on every call probes the era codec with a value that fails, building a zod error: about 80 µs of
+ * CPU. A tool of a legacy-era session known to have no outputSchema needs none of that, so it goes through
+ * `request` with the spec's CallToolResult schema, which validates the same shape.
+ */
+function send(
+  session: Session,
+  tool: string,
+  args: Record<string, unknown>,
+  options: { timeout: number; signal?: AbortSignal },
+): Promise<CallToolResult> {
+  const params = { name: tool, arguments: args };
+  if (session.plainTools?.has(tool) && session.client.getProtocolEra() === "legacy") {
+    return session.client.request({ method: "tools/call", params }, specTypeSchemas.CallToolResult, options);
+  }
+  return session.client.callTool(params, options) as Promise<CallToolResult>;
+}
+
+function exitText(exit: ExitInfo): string {
+  return exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}...` : text;
+}

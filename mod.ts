@@ -7,7 +7,7 @@
  * import { createCodemode } from "./mod.ts";
  * import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
  * const app = await createCodemode();
- * await app.mcpServer("stdio").connect(new StdioServerTransport());
+ * await (await app.mcpServer("stdio")).connect(new StdioServerTransport());
  * ```
  * @module
  */

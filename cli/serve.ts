@@ -24,7 +24,7 @@ export async function serve(options: ServeOptions = {}): Promise<number> {
     return 2;
   }
   const app = await startServeApp();
-  const server = app.mcpServer("stdio");
+  const server = await app.mcpServer("stdio");
   const transport = new StdioServerTransport();
 
   let stopping: Promise<number> | undefined;

@@ -16,7 +16,6 @@ import { ToolCatalog } from "./catalog/catalog.ts";
 import { encodeRawResult, unwrapToolResult } from "./sandbox/tool_result.ts";
 import { sandboxApi } from "./sandbox/api.ts";
 import { SessionManager } from "./sandbox/session_manager.ts";
-import { createMcpServer } from "./serve/mcp_server.ts";
 import { selectRuntime } from "./sandbox/runtime_select.ts";
 import { capabilityText } from "./serve/capabilities.ts";
 import { type Policy, policyOf } from "./config/policy.ts";
@@ -125,8 +124,12 @@ export class Codemode {
     };
   }
 
-  /** An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`. */
-  mcpServer(sessionKey: string): McpServer {
+  /**
+   * An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`.
+   * The server side of the MCP SDK loads here, on first use: `run`, `search` and `doctor` never serve.
+   */
+  async mcpServer(sessionKey: string): Promise<McpServer> {
+    const { createMcpServer } = await import("./serve/mcp_server.ts");
     if (!this.#stats) {
       this.#stats = new StatsPublisher(this.settings.stateDir);
       this.#stats.start();

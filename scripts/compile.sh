@@ -27,8 +27,10 @@ trap 'rm -f "$tmp"' EXIT
 if [ "$compiler" = deno ]; then
   deno compile --allow-all --quiet --output "$tmp" cli.ts
 else
-  # --minify-syntax/whitespace keep names (stack traces stay readable); bytecode speeds up start-up.
-  bun build scripts/compile_entry.ts --compile --bytecode --format=esm --minify-syntax --minify-whitespace \
+  # --minify-syntax/whitespace keep names (stack traces stay readable); bytecode speeds up start-up;
+  # --splitting keeps each dynamically imported module in a chunk of its own, loaded when first imported
+  # (without it the whole program is loaded at start, and `--version` pays for every library).
+  bun build scripts/compile_entry.ts --compile --splitting --bytecode --format=esm --minify-syntax --minify-whitespace \
     --sourcemap=none --target=bun --outfile "$tmp" >&2
 fi
 chmod +x "$tmp"

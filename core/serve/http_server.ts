@@ -34,7 +34,7 @@ export interface HttpServerOptions {
   /** Seconds a session may go without an open request before it is ended. */
   idleTimeout: number;
   /** Builds the MCP server of a new session. */
-  open(sessionId: string): McpServer;
+  open(sessionId: string): McpServer | Promise<McpServer>;
   /** Frees what a session held (its sandbox) once it has ended. */
   close(sessionId: string): Promise<void>;
 }
@@ -174,7 +174,7 @@ export class McpHttpServer {
       onsessionclosed: () => this.#end(id, "client ended the session"),
       maxRequestBodySize: this.#options.maxBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_SIZE,
     });
-    const server = this.#options.open(id);
+    const server = await this.#options.open(id);
     const session: Session = { transport, server, open: 0 };
     await server.connect(transport);
     return session;

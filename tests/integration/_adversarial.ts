@@ -12,6 +12,7 @@ import { createServer as createNetServer, type Server as NetServer } from "node:
 import { hostname, networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Answer, Served } from "./_serve.ts";
+import { describe, judge, profileRefuses } from "./_containment.ts";
 import { HOST_SECRET, SERVER_SECRET } from "./_serve.ts";
 
 /** What one attempt may use. */
@@ -218,12 +219,27 @@ export function noneAllowed(results: unknown, what: string): void {
   assert.deepEqual(allowed, [], `${what} must all fail`);
 }
 
-/** Fails unless every syscall outcome is a refusal (EPERM or ENOSYS). */
-export function refused(results: unknown, what: string): void {
-  const wrong = Object.entries(results as Record<string, string>)
-    .filter(([, v]) => v !== "EPERM" && v !== "ENOSYS");
-  assert.deepEqual(wrong, [], `${what}: every call must fail with EPERM or ENOSYS`);
+/**
+ * Fails unless every syscall attempt in `results` was contained, and logs which layer contained each
+ * (see _containment.ts): each key names its syscall first (`"unshare user"`), or `syscall` names it for
+ * all. The filter is the layer when codemode's profile refuses that syscall outright and the outcome is
+ * one of its answers; otherwise the kernel's own answer decides, so a kernel without the feature passes.
+ */
+export function refused(results: unknown, what: string, syscall?: string): void {
+  const verdicts = Object.fromEntries(
+    Object.entries(results as Record<string, string>).map(([key, outcome]) => {
+      const name = syscall ?? key.split(/[ (]/)[0];
+      const filtered = profileRefuses(name) === true && FILTER_ANSWERS.has(outcome);
+      return [key, judge(outcome, filtered)];
+    }),
+  );
+  console.log(`${what}:\n${describe(verdicts)}`);
+  const through = Object.entries(verdicts).filter(([, v]) => !v.contained);
+  assert.deepEqual(through, [], `${what}: every call must be contained`);
 }
+
+/** What codemode's profile answers a call it refuses (its errnoRet values, or SIGSYS for a foreign ABI). */
+const FILTER_ANSWERS = new Set(["EPERM", "ENOSYS", "EAFNOSUPPORT", "EPROTONOSUPPORT", "killed:SIGSYS"]);
 
 /** Python that runs before every attempt: syscall and attempt helpers, the fixtures, report(). */
 export function prelude(fix: Fixtures): string {

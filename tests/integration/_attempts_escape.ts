@@ -243,7 +243,11 @@ report(shadow=attempt(lambda: open("/etc/shadow").read()),
 points = [line.split()[4] for line in open("/proc/self/mountinfo").read().splitlines()]
 known = {"/", "/tmp", "/workspace", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/run/.containerenv",
          "/run/podman-init", "/usr/sbin/docker-init", "/sbin/docker-init", "/dev/init"}
-odd = [p for p in points if p not in known and not p.startswith(("/proc", "/dev", "/sys"))]
+# Engines bind single files they generate (hostname, hosts, init binaries; which ones varies by version)
+# under /etc, /run and the init paths; a directory, or a file anywhere else, would be a host mount.
+def engine_file(p):
+    return os.path.isfile(p) and p.startswith(("/etc/", "/run/", "/usr/sbin/", "/sbin/"))
+odd = [p for p in points if p not in known and not p.startswith(("/proc", "/dev", "/sys")) and not engine_file(p)]
 text = open("/proc/self/mountinfo").read()
 report(odd=odd, host_paths=[p for p in (FIX["markerDir"], FIX["repoRoot"]) if p in text])`,
     check(answer) {
@@ -445,7 +449,7 @@ flags = {"user": 0x10000000, "mount": 0x20000, "net": 0x40000000, "pid": 0x20000
          "uts": 0x04000000, "cgroup": 0x02000000, "user+mount+net": 0x10000000 | 0x20000 | 0x40000000}
 report(results={name: in_child(lambda: syscall("unshare", flag)) for name, flag in flags.items()})`,
     check(answer) {
-      refused(facts(answer).results, "unshare");
+      refused(facts(answer).results, "unshare", "unshare");
     },
   },
   {
@@ -453,10 +457,10 @@ report(results={name: in_child(lambda: syscall("unshare", flag)) for name, flag 
     name: "mount and umount fail",
     code: `
 report(results={
-    "tmpfs": syscall("mount", b"none", b"/workspace", b"tmpfs", 0, None),
-    "bind /proc": syscall("mount", b"/proc", b"/tmp", None, 0x1000, None),
-    "remount /": syscall("mount", None, b"/", None, 0x20, None),
-    "umount /tmp": syscall("umount2", b"/tmp", 0),
+    "mount tmpfs": syscall("mount", b"none", b"/workspace", b"tmpfs", 0, None),
+    "mount bind /proc": syscall("mount", b"/proc", b"/tmp", None, 0x1000, None),
+    "mount remount /": syscall("mount", None, b"/", None, 0x20, None),
+    "umount2 /tmp": syscall("umount2", b"/tmp", 0),
 })`,
     check(answer) {
       refused(facts(answer).results, "mount");
@@ -472,7 +476,8 @@ def mount_in_userns():
     return unshared if unshared != "ok" else syscall("mount", b"none", b"/tmp", b"tmpfs", 0, None)
 report(result=in_child(mount_in_userns))`,
     check(answer) {
-      refused({ mount: facts(answer).result }, "mount in a user namespace");
+      // unshare answers first; a kernel that let it through would leave mount to answer.
+      refused({ "unshare then mount": facts(answer).result }, "mount in a user namespace", "unshare");
     },
   },
   {
@@ -492,7 +497,7 @@ def attach(pid):
 runtime = os.getpid()
 report(results={"pid 1": in_child(lambda: attach(1)), "runtime": in_child(lambda: attach(runtime))})`,
     check(answer) {
-      refused(facts(answer).results, "ptrace");
+      refused(facts(answer).results, "ptrace", "ptrace");
     },
   },
   {
@@ -530,7 +535,7 @@ report(results={
 attr = ctypes.create_string_buffer(struct.pack("=IIII", 2, 4, 4, 1), 72)
 report(results={"map create": syscall("bpf", 0, attr, 72), "prog load": syscall("bpf", 5, ctypes.create_string_buffer(128), 128)})`,
     check(answer) {
-      refused(facts(answer).results, "bpf");
+      refused(facts(answer).results, "bpf", "bpf");
     },
   },
   {
@@ -541,7 +546,7 @@ report(results={"map create": syscall("bpf", 0, attr, 72), "prog load": syscall(
 attr = ctypes.create_string_buffer(struct.pack("=IIQQQQQ", 1, 112, 0, 0, 0, 0, 1 | 1 << 5 | 1 << 6), 112)
 report(results={"own task clock": syscall("perf_event_open", attr, 0, -1, -1, 0)})`,
     check(answer) {
-      refused(facts(answer).results, "perf_event_open");
+      refused(facts(answer).results, "perf_event_open", "perf_event_open");
     },
   },
   {
@@ -561,7 +566,7 @@ report(results={"io_uring_setup": syscall("io_uring_setup", 1, ctypes.create_str
     code: `
 report(results={"default": syscall("userfaultfd", 0), "user mode only": syscall("userfaultfd", 1)})`,
     check(answer) {
-      refused(facts(answer).results, "userfaultfd");
+      refused(facts(answer).results, "userfaultfd", "userfaultfd");
     },
   },
   {

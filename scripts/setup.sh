@@ -25,7 +25,7 @@ setup_started=$(now_ms)
 
 step "Installing container engines and image tools from apt"
 packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
-  containernetworking-plugins iptables ca-certificates)
+  containernetworking-plugins iptables ca-certificates hyperfine)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

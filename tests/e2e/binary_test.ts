@@ -62,6 +62,22 @@ Deno.test({
 });
 
 Deno.test({
+  name: "the binary's --help, rendered at build time, is the help the program prints from source",
+  ignore,
+  async fn() {
+    const ran = await runBinary(["--help"], environment());
+    assert.equal(ran.code, 0, ran.stderr);
+    const { buildProgram } = await import("../../cli/program.ts");
+    assert.equal(ran.stdout, buildProgram().helpInformation());
+    assert.match(ran.stdout, /^Usage: codemode /);
+    // Subcommands still parse with the full program, loaded on demand.
+    const sub = await runBinary(["search", "--help"], environment());
+    assert.equal(sub.code, 0, sub.stderr);
+    assert.match(sub.stdout, /^Usage: codemode search /);
+  },
+});
+
+Deno.test({
   name: "doctor --json parses, lists every runtime and finds podman working",
   ignore: !sandboxReady,
   async fn() {

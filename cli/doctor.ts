@@ -172,7 +172,11 @@ export function renderReport(report: DoctorReport, c: Colors): string {
   return out.join("\n") + "\n";
 }
 
-const UNITS: Record<string, string> = { maxOutput: " bytes per stream", maxTimeout: "s" };
+const UNITS: Record<string, string> = {
+  maxOutput: " bytes per stream",
+  maxDisplay: " bytes per run",
+  maxTimeout: "s",
+};
 
 /** The policy rules with where each came from, then the configured servers it refuses. */
 function renderPolicy(report: DoctorReport, c: Colors): string {

@@ -84,6 +84,7 @@ export class Codemode {
         this.policy,
       ),
       maxOutput: s.maxOutput,
+      maxDisplay: s.maxDisplay,
       idleTimeout: s.idleTimeout,
       maxSessions: s.maxSessions,
       maxRuns: s.maxRuns,
@@ -116,6 +117,7 @@ export class Codemode {
   bootstrapConfig(): BootstrapConfig {
     return {
       max_output: this.settings.maxOutput,
+      max_display: this.settings.maxDisplay,
       servers: this.servers.map((s) => ({
         name: s.name,
         alias: pythonAlias(s.name),

@@ -10,10 +10,13 @@ import runtimeInit from "./codemode_runtime/__init__.py" with { type: "text" };
 import capture from "./codemode_runtime/capture.py" with { type: "text" };
 import channel from "./codemode_runtime/channel.py" with { type: "text" };
 import context from "./codemode_runtime/context.py" with { type: "text" };
+import display from "./codemode_runtime/display.py" with { type: "text" };
 import embedded from "./codemode_runtime/embedded.py" with { type: "text" };
 import executor from "./codemode_runtime/executor.py" with { type: "text" };
+import figures from "./codemode_runtime/figures.py" with { type: "text" };
 import frames from "./codemode_runtime/frames.py" with { type: "text" };
 import kernel from "./codemode_runtime/kernel.py" with { type: "text" };
+import mplBackend from "./codemode_runtime/mpl_backend.py" with { type: "text" };
 import output from "./codemode_runtime/output.py" with { type: "text" };
 import processMain from "./codemode_runtime/process.py" with { type: "text" };
 import rpc from "./codemode_runtime/rpc.py" with { type: "text" };
@@ -35,10 +38,13 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime.capture": capture,
   "codemode_runtime.channel": channel,
   "codemode_runtime.context": context,
+  "codemode_runtime.display": display,
   "codemode_runtime.embedded": embedded,
   "codemode_runtime.executor": executor,
+  "codemode_runtime.figures": figures,
   "codemode_runtime.frames": frames,
   "codemode_runtime.kernel": kernel,
+  "codemode_runtime.mpl_backend": mplBackend,
   "codemode_runtime.output": output,
   "codemode_runtime.process": processMain,
   "codemode_runtime.rpc": rpc,

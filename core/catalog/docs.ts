@@ -13,6 +13,7 @@ export interface ToolDoc {
   title?: string;
   description?: string;
   inputSchema?: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
   annotations?: Record<string, unknown>;
 }
 
@@ -29,6 +30,7 @@ export interface ToolSummary {
 /** The full view of a tool: enough to call it. */
 export interface ToolFull extends ToolSummary {
   inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
   annotations?: Record<string, unknown>;
   /** Python-style call signature, e.g. `echo(message: str, count: int = 3)`. */
   signature: string;
@@ -57,6 +59,7 @@ export function toolDoc(server: string, tool: Tool): ToolDoc {
   if (title) doc.title = title;
   if (tool.description) doc.description = tool.description;
   if (tool.inputSchema) doc.inputSchema = tool.inputSchema as Record<string, unknown>;
+  if (tool.outputSchema) doc.outputSchema = tool.outputSchema as Record<string, unknown>;
   if (tool.annotations) doc.annotations = tool.annotations as Record<string, unknown>;
   return doc;
 }
@@ -129,6 +132,7 @@ export function toolFull(doc: ToolDoc): ToolFull {
     inputSchema,
     signature: pythonSignature(pythonAlias(doc.tool), inputSchema),
   };
+  if (doc.outputSchema) full.outputSchema = doc.outputSchema;
   if (doc.annotations) full.annotations = doc.annotations;
   return full;
 }

@@ -225,6 +225,15 @@ const SPEC = {
     fallback: "32",
     doc: "Live sandbox sessions; a new one stops the least recently used idle one, or is refused",
   },
+  // Rich display (issue 13, part A).
+  maxDisplay: {
+    env: "CODEMODE_MAX_DISPLAY",
+    aliases: [],
+    parse: bytes,
+    fallback: "8m",
+    doc: "Cap on the bytes of one run's displays (plots, images, tables); displays beyond it are dropped " +
+      "and the result says which",
+  },
 } as const;
 
 type Spec = typeof SPEC;

@@ -21,12 +21,34 @@ export interface RunResult {
   notes?: string[];
   /** True when the sandbox was killed and the next call starts a fresh one. */
   sessionLost?: boolean;
+  /** What the run displayed (display(), plots, rich last values), in order; dropped ones included. */
+  displays?: Display[];
+}
+
+/** One display of a run: an image, or text (a table, markdown, HTML, SVG source). */
+export interface Display {
+  mimeType: string;
+  /** Bytes of the display's content (the decoded image, or the UTF-8 text). */
+  size: number;
+  /** The text itself for a text display; a short description for an image, when the sandbox gave one. */
+  text?: string;
+  /** The base64 image data (images only; absent when dropped). */
+  data?: string;
+  /** Where it came in stdout: the number of stdout characters printed before it. */
+  offset: number;
+  /** Left out: over the run's display cap (CODEMODE_MAX_DISPLAY). */
+  dropped?: boolean;
 }
 
 /** What an output plugin produces: the text content and the mirrored structuredContent. */
 export interface RenderedResult {
   text: string;
   structured: Record<string, unknown>;
+  /**
+   * The text split around the result's images, for plugins that place them: one more part than there are
+   * images with data, image i between parts i and i + 1. Without it, images follow the text.
+   */
+  parts?: string[];
 }
 
 /** An output plugin: compact, toon, json. */

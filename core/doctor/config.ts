@@ -62,6 +62,7 @@ export const POLICY_KEYS: SettingKey[] = [
   "readOnly",
   "maxToolCalls",
   "maxOutput",
+  "maxDisplay",
   "maxTimeout",
   "maxRuns",
   "maxSessions",

@@ -85,12 +85,13 @@ export function sandboxApi(
       list_servers() {
         return Promise.resolve(allowedServers().map((name) => publicServer(name, pool.spec(name))));
       },
+      // Tools in full (with input schemas): the bridge's list_tools and server metadata carry them.
       async describe_server(params) {
         const name = server(params, "name");
-        return { ...publicServer(name, pool.spec(name)), tools: (await toolDocs(name)).map(toolSummary) };
+        return { ...publicServer(name, pool.spec(name)), tools: (await toolDocs(name)).map(toolFull) };
       },
       async list_tools(params) {
-        return (await toolDocs(server(params))).map(toolSummary);
+        return (await toolDocs(server(params))).map(toolFull);
       },
       async query_tool_docs(params) {
         const name = server(params);
@@ -111,13 +112,18 @@ export function sandboxApi(
         if (!query) throw new RpcError("ValueError", "search_tool_docs needs a query");
         const limit = Math.max(1, Math.min(100, Number(params.limit ?? 5) || 5));
         const serverName = typeof params.server === "string" ? server(params) : undefined;
-        if (policy.open) return await docs.search(query, { limit, server: serverName });
+        const full = params.detail === "full";
         // Refused tools are dropped after ranking, so ask for the most and keep the first allowed ones.
-        const hits = await docs.search(query, { limit: 100, server: serverName });
-        return hits.filter((hit) => {
+        const hits = await docs.search(query, { limit: policy.open ? limit : 100, server: serverName });
+        const found: Record<string, unknown>[] = [];
+        for (const hit of hits) {
           const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
-          return policy.allowsTool(hit.server, hit.tool, doc?.annotations).ok;
-        }).slice(0, limit);
+          if (!policy.open && !policy.allowsTool(hit.server, hit.tool, doc?.annotations).ok) continue;
+          const detail = full && doc ? toolFull(doc) : { alias: pythonAlias(hit.tool) };
+          found.push({ ...hit, ...detail, description: hit.description, score: hit.score });
+          if (found.length === limit) break;
+        }
+        return found;
       },
     };
 

@@ -12,6 +12,7 @@ export class OutputBuffer {
   #parts: string[] = [];
   #bytes = 0;
   #dropped = 0;
+  #length = 0;
 
   /** Creates a buffer that keeps at most `cap` bytes. */
   constructor(readonly cap: number) {}
@@ -23,16 +24,24 @@ export class OutputBuffer {
     if (size <= room) {
       this.#parts.push(text);
       this.#bytes += size;
+      this.#length += text.length;
       return;
     }
     if (room > 0) {
       const bytes = encoder.encode(text);
-      this.#parts.push(decoder.decode(bytes.subarray(0, room)).replace(/\uFFFD$/, ""));
+      const kept = decoder.decode(bytes.subarray(0, room)).replace(/\uFFFD$/, "");
+      this.#parts.push(kept);
+      this.#length += kept.length;
       this.#bytes = this.cap;
       this.#dropped += bytes.length - room;
     } else {
       this.#dropped += size;
     }
+  }
+
+  /** Characters kept so far: where in text() something that happens now belongs. */
+  get length(): number {
+    return this.#length;
   }
 
   /** True when something was dropped. */

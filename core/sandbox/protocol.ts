@@ -14,6 +14,9 @@
  *   {type:"rpc", id, method, params}         a call into the host (tool calls, docs, search)
  *   {type:"output", id, stream:"stdout"|"stderr", data}   user output as produced
  *   {type:"done", id, status:"ok"|"error"|"timeout", value?, error?, dropped?:{stdout, stderr}}
+ *   {type:"display", id, mime, size, text?, data?, more?, dropped?}   one display of the run (an image as
+ *                                            base64, or text); `more`: the next display frame continues its
+ *                                            data; `dropped`: left out in the sandbox, over the cap (no data)
  *
  * The sandbox is untrusted: every frame it sends is parsed here, and anything that does not fit is
  * counted and dropped, never obeyed.
@@ -52,6 +55,16 @@ export const SandboxFrame = z.discriminatedUnion("type", [
     error: z.string().optional(),
     dropped: z.object({ stdout: z.number(), stderr: z.number() }).partial().optional(),
   }),
+  z.object({
+    type: z.literal("display"),
+    id: id.optional(),
+    mime: z.string().max(64),
+    size: z.number().int().nonnegative(),
+    text: z.string().max(4096).optional(),
+    data: z.string().optional(),
+    more: z.boolean().optional(),
+    dropped: z.boolean().optional(),
+  }),
 ]);
 
 /** A validated frame from the sandbox. */
@@ -76,6 +89,8 @@ export type HostFrame =
 export interface BootstrapConfig {
   /** Per-stream output cap in bytes for one execution. */
   max_output: number;
+  /** Cap on the bytes of all displays of one execution (images, tables); beyond it they are dropped. */
+  max_display?: number;
   /** Every configured, allowed server, so proxies exist before first use. */
   servers: { name: string; alias: string; description?: string }[];
   /** The file descriptor of a direct duplex channel to use for frames instead of stdin/stdout. */

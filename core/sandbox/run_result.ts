@@ -6,6 +6,7 @@
 import type { RunResult } from "../contracts/output.ts";
 import type { SandboxFrame } from "./protocol.ts";
 import { type OutputBuffer, truncationNote } from "./output_buffer.ts";
+import type { DisplayCollector } from "./displays.ts";
 
 /** The sandbox's report that a run ended. */
 export type DoneFrame = Extract<SandboxFrame, { type: "done" }>;
@@ -26,6 +27,8 @@ export interface RunRecord {
   timeoutSeconds: number;
   /** The client cancelled the run. */
   cancelled: boolean;
+  /** What the run displayed. */
+  displays?: DisplayCollector;
 }
 
 /** The message of a run the client cancelled and the sandbox interrupted. */
@@ -34,8 +37,14 @@ export const CANCELLED =
 
 /** The result of a run that ended as `end`; host-side ends mean the sandbox was killed. */
 export function runResult(end: RunEnd, run: RunRecord): RunResult {
-  const base = { stdout: run.stdout.text(), stderr: run.stderr.text(), duration: run.duration };
-  const notes = [...run.stdout.notes("stdout"), ...run.stderr.notes("stderr")];
+  const shown = run.displays?.result();
+  const base = {
+    stdout: run.stdout.text(),
+    stderr: run.stderr.text(),
+    duration: run.duration,
+    ...(shown?.displays.length ? { displays: shown.displays } : {}),
+  };
+  const notes = [...run.stdout.notes("stdout"), ...run.stderr.notes("stderr"), ...shown?.notes ?? []];
   if ("stopped" in end) {
     const deadline = end.stopped === "deadline";
     return {

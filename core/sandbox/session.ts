@@ -11,6 +11,7 @@ import { readFrames } from "./frame_reader.ts";
 import { pythonErrorType, type RpcHandler } from "./rpc.ts";
 import { OutputBuffer } from "./output_buffer.ts";
 import { type DoneFrame, runResult } from "./run_result.ts";
+import { DEFAULT_MAX_DISPLAY, DisplayCollector } from "./displays.ts";
 import { currentLogScope, log, type LogScope, withLogScope } from "../observe/log.ts";
 import { stats } from "../observe/stats.ts";
 import { nestingDepth } from "./tool_result.ts";
@@ -23,6 +24,8 @@ export interface SandboxSessionOptions {
   rpc: RpcHandler;
   /** Cap per stream per run, in bytes. */
   maxOutput: number;
+  /** Cap on one run's displays, in bytes (default 8 MiB). */
+  maxDisplay?: number;
   maxFrameBytes?: number;
   /** How long the sandbox may take to say it is ready. */
   startTimeoutMs?: number;
@@ -49,6 +52,7 @@ interface ActiveRun {
   id: string;
   stdout: OutputBuffer;
   stderr: OutputBuffer;
+  displays: DisplayCollector;
   finish: (frame: DoneFrame) => void;
   controller: AbortController;
   onOutput?: OutputListener;
@@ -182,6 +186,7 @@ export class SandboxSession {
       id,
       stdout: new OutputBuffer(maxOutput),
       stderr: new OutputBuffer(maxOutput),
+      displays: new DisplayCollector(this.#options.maxDisplay ?? DEFAULT_MAX_DISPLAY),
       finish,
       controller: new AbortController(),
       onOutput,
@@ -316,6 +321,13 @@ export class SandboxSession {
         if (run && (frame.id === undefined || frame.id === run.id)) {
           run[frame.stream].append(frame.data);
           this.#notify(run, frame.stream, frame.data);
+        }
+        return;
+      case "display":
+        // Like output, a display from a thread that outlived its run is ignored.
+        if (run && (frame.id === undefined || frame.id === run.id)) {
+          const problem = run.displays.accept(frame, run.stdout.length);
+          if (problem) this.#malformed(problem);
         }
         return;
       case "done":

@@ -47,6 +47,8 @@ export interface SessionManagerOptions {
   bootstrap: () => HostFrame;
   rpc: RpcHandler;
   maxOutput: number;
+  /** Cap on one run's displays, in bytes. */
+  maxDisplay?: number;
   /** Seconds a session may sit idle before it is stopped. */
   idleTimeout: number;
   /** Seconds after a run's timeout before a sandbox that did not stop is killed. */
@@ -229,6 +231,7 @@ export class SessionManager {
       bootstrap: o.bootstrap(),
       rpc: o.rpc,
       maxOutput: o.maxOutput,
+      maxDisplay: o.maxDisplay,
       graceMs: (o.graceSeconds ?? 2) * 1000,
     });
     await session.start();

@@ -13,6 +13,7 @@ import { log, type LogScope, withLogScope } from "../observe/log.ts";
 import type { RunOptions } from "../sandbox/session.ts";
 import { isLoggingLevel, logForwarder, progressStream } from "./run_notifications.ts";
 import { stats } from "../observe/stats.ts";
+import { resultContent } from "./display_content.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -90,7 +91,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       }
       const rendered = options.output.render(result);
       return {
-        content: [{ type: "text", text: rendered.text }],
+        content: resultContent(result, rendered),
         structuredContent: rendered.structured,
         isError: result.status !== "ok",
       };

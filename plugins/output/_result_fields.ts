@@ -1,5 +1,6 @@
 /**
- * The structured form of a run result that every output plugin mirrors: empty fields dropped.
+ * The structured form of a run result that every output plugin mirrors: empty fields dropped; displays
+ * as `{mimeType, size, text?, dropped?}` (image data travels as image content, not here).
  * @module
  */
 import type { RunResult } from "../../core/contracts/output.ts";
@@ -13,6 +14,14 @@ export function resultFields(result: RunResult): Record<string, unknown> {
   if (result.error) fields.error = result.error;
   if (result.notes?.length) fields.notes = result.notes;
   if (result.sessionLost) fields.session_lost = true;
+  if (result.displays?.length) {
+    fields.displays = result.displays.map((d) => ({
+      mimeType: d.mimeType,
+      size: d.size,
+      ...(d.text !== undefined ? { text: d.text } : {}),
+      ...(d.dropped ? { dropped: true } : {}),
+    }));
+  }
   fields.duration = Math.round(result.duration * 1000) / 1000;
   return fields;
 }

@@ -1,10 +1,12 @@
 /**
  * Compact output (the default): plain text, empty fields dropped. A run that only printed shows just
- * what it printed; anything more gets short labelled sections.
+ * what it printed; anything more gets short labelled sections. Displays sit where they were shown: text
+ * ones (tables) among the printed lines, images as breaks between the text parts around them.
  * @module
  */
-import type { OutputPlugin, RunResult } from "../../core/contracts/output.ts";
+import type { OutputPlugin, RenderedResult, RunResult } from "../../core/contracts/output.ts";
 import { resultFields } from "./_result_fields.ts";
+import { assemble, outputPieces, type Piece } from "./_displays.ts";
 
 /** Options of the compact output plugin. */
 export interface CompactOptions {
@@ -21,27 +23,33 @@ export function compact(options?: Partial<CompactOptions>): OutputPlugin {
   return {
     name: "compact",
     render(result: RunResult) {
-      return { text: compactText(result, o), structured: resultFields(result) };
+      return { ...compactText(result, o), structured: resultFields(result) };
     },
   };
 }
 
-function compactText(result: RunResult, o: CompactOptions): string {
-  const sections: [string, string][] = [];
-  if (result.status !== "ok") sections.push(["status", result.status]);
-  if (result.stdout) sections.push(["stdout", result.stdout]);
-  if (result.stderr) sections.push(["stderr", result.stderr]);
-  if (result.value !== undefined && result.value !== "") sections.push(["value", result.value]);
-  if (result.error) sections.push(["error", result.error]);
-  for (const note of result.notes ?? []) sections.push(["note", note]);
-  if (result.sessionLost) sections.push(["session", "lost; the next call starts a fresh sandbox"]);
-  if (o.showDuration) sections.push(["duration", `${result.duration.toFixed(3)}s`]);
+function compactText(result: RunResult, o: CompactOptions): Pick<RenderedResult, "text" | "parts"> {
+  const sections: [string, Piece[]][] = [];
+  const text = (key: string, value: string) => sections.push([key, [value]]);
+  if (result.status !== "ok") text("status", result.status);
+  // Displays (tables, images) sit among the printed lines where they were shown.
+  const output = outputPieces(result.stdout, result.displays);
+  if (output.length) sections.push([result.displays?.length ? "output" : "stdout", output]);
+  if (result.stderr) text("stderr", result.stderr);
+  if (result.value !== undefined && result.value !== "") text("value", result.value);
+  if (result.error) text("error", result.error);
+  for (const note of result.notes ?? []) text("note", note);
+  if (result.sessionLost) text("session", "lost; the next call starts a fresh sandbox");
+  if (o.showDuration) text("duration", `${result.duration.toFixed(3)}s`);
 
-  if (sections.length === 0) return "(no output)";
+  if (sections.length === 0) return { text: "(no output)" };
   const [only] = sections;
-  if (sections.length === 1 && (only[0] === "stdout" || only[0] === "value")) return only[1];
-  return sections.map(([key, text]) => {
-    const body = text.endsWith("\n") ? text.slice(0, -1) : text;
-    return body.includes("\n") ? `${key}:\n${body}` : `${key}: ${body}`;
-  }).join("\n");
+  if (sections.length === 1 && ["stdout", "output", "value"].includes(only[0])) return assemble(only[1]);
+  return assemble(sections.flatMap(([key, pieces], i) => {
+    const body = [...pieces];
+    const last = body.at(-1);
+    if (typeof last === "string" && last.endsWith("\n")) body[body.length - 1] = last.slice(0, -1);
+    const multiline = body.length > 1 || typeof body[0] !== "string" || body[0].includes("\n");
+    return [...(i ? ["\n"] : []), multiline ? `${key}:\n` : `${key}: `, ...body];
+  }));
 }

@@ -6,6 +6,9 @@ Transport-free core (runs under CPython and Pyodide alike):
   rpc       calls into the host, awaited or blocking
   tracebacks  tracebacks that show only the user's frames
   executor  compile and run one cell in the persistent namespace
+  display   display(), rich values and figures as `display` frames, within the per-run cap
+  figures   matplotlib: backend choice and font cache at first import, open figures shown and closed
+  mpl_backend  the matplotlib backend (Agg; plt.show() displays), imported by matplotlib itself
   kernel    one session: namespace, proxies, API binding, frame handling
   context   the kernel the `mcp` package talks to
   output    output frames with the per-execution cap; FrameWriter stands in for sys.stdout

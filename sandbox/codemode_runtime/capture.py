@@ -34,13 +34,16 @@ class Capture:
         for pipe in self._pipes:
             pipe.begin(execution_id)
 
+    def sync(self):
+        """Flushes Python's buffers and forwards everything already written, mid-execution (before a
+        display, so it arrives after the output that came before it)."""
+        _flush_python_streams()
+        for pipe in self._pipes:
+            pipe.drain()
+
     def finish(self):
         """Flushes Python's buffers, forwards everything already written, returns dropped byte counts."""
-        for stream in {id(s): s for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)}.values():
-            try:
-                stream.flush()
-            except Exception:
-                pass
+        _flush_python_streams()
         return {pipe.stream.name: pipe.finish() for pipe in self._pipes}
 
 
@@ -59,10 +62,15 @@ class _Pipe:
                 self._open()
             self.stream.begin(execution_id)
 
-    def finish(self):
+    def drain(self):
         with self._lock:
             if self._read_fd is not None:
                 # Bounded, so a background writer can't keep the done frame waiting forever.
+                self._read_available(self._read_fd, _DRAIN_CHUNKS)
+
+    def finish(self):
+        with self._lock:
+            if self._read_fd is not None:
                 self._read_available(self._read_fd, _DRAIN_CHUNKS)
             return self.stream.finish()
 
@@ -103,6 +111,14 @@ class _Pipe:
                 return False
             self.stream.feed(chunk)
         return True
+
+
+def _flush_python_streams():
+    for stream in {id(s): s for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)}.values():
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
 
 def _reopen_closed_std_fds():

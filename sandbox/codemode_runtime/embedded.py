@@ -55,6 +55,7 @@ class EmbeddedSession:
         timeout = timeout_of(frame)
         for stream in self._streams:
             stream.begin(execution_id)
+        self.kernel.begin(execution_id)
         started = time.monotonic()
         task = asyncio.ensure_future(self.kernel.run_async(frame.get("code") or ""))
         finished, _ = await asyncio.wait({task}, timeout=timeout)

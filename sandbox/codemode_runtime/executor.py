@@ -30,9 +30,11 @@ class Outcome:
 class Executor:
     """Compiles and runs cells against one namespace; knows nothing about transports or timeouts."""
 
-    def __init__(self, namespace):
+    def __init__(self, namespace, display_value=None):
         self.namespace = namespace
         self.sources = SourceMap(FILENAME)
+        self.display_value = display_value
+        """Shows a final value that has a rich form (returns True), instead of returning its repr."""
 
     def compile(self, source):
         """Splits a cell into code objects: [(code, is_final_expression)]; raises SyntaxError."""
@@ -85,10 +87,13 @@ class Executor:
         return self.success(value)
 
     def success(self, value):
-        """An ok outcome carrying repr(value), or an error outcome if repr() fails."""
+        """An ok outcome carrying repr(value) (or nothing, when the value was displayed instead), or an
+        error outcome if repr() fails."""
         if value is None:
             return Outcome("ok")
         try:
+            if self.display_value is not None and self.display_value(value):
+                return Outcome("ok")
             return Outcome("ok", value=repr(value))
         except BaseException as exc:  # noqa: BLE001
             return self.failure(exc)

@@ -4,11 +4,13 @@ A transport (process.py for CPython, a Pyodide host's glue) owns how frames trav
 captured and how timeouts interrupt; it drives the kernel through `handle`, `run`/`run_async` and
 `done_frame`.
 """
+import asyncio
 import builtins
 import sys
 import types
 
-from . import context
+from . import context, figures
+from .display import DEFAULT_MAX_DISPLAY, Displayer
 from .executor import Executor
 from .rpc import RpcClient
 
@@ -29,9 +31,24 @@ class Kernel:
         self.send = send
         self.rpc = RpcClient(send, block)
         self.namespace = namespace if namespace is not None else _main_module().__dict__
-        self.executor = Executor(self.namespace)
+        self.display = Displayer(send, self.config["max_display"], sync_output=lambda: self.sync_output())
+        self.executor = Executor(self.namespace, display_value=self.display.display_value)
         context.kernel = self
+        figures.install()
         self._install_api()
+
+    def sync_output(self):
+        """Pushes output written so far to the host, so a display lands after it; transports that capture
+        more than sys.stdout/sys.stderr replace this."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+
+    def begin(self, execution_id):
+        """Starts a run: displays sent from now on belong to `execution_id`."""
+        self.display.begin(execution_id)
 
     def handle(self, frame):
         """Takes a host frame that needs no execution (rpc_result); returns False for anything else."""
@@ -42,11 +59,22 @@ class Kernel:
 
     def run(self, code, drive):
         """Runs a cell; awaitable parts go through `drive(coroutine) -> value` (CPython path)."""
-        return self.executor.run(code, drive)
+        return self._end(self.executor.run(code, drive))
 
     async def run_async(self, code):
         """Runs a cell inside the running event loop (Pyodide path)."""
-        return await self.executor.run_async(code)
+        return self._end(await self.executor.run_async(code))
+
+    def _end(self, outcome):
+        """Shows the figures the cell left open (closes them unshown after a timeout); a figure that fails
+        to render fails a cell that didn't fail."""
+        interrupted = isinstance(outcome.exception, (KeyboardInterrupt, asyncio.CancelledError))
+        try:
+            self.display.end(render=not interrupted)
+        except Exception as exc:  # KeyboardInterrupt (a timeout) goes on to the transport
+            if outcome.status == "ok":
+                return self.executor.failure(exc)
+        return outcome
 
     def done_frame(self, execution_id, outcome, *, timed_out_after=None, dropped=None):
         """The `done` frame for an outcome; `timed_out_after` (seconds) turns an error into a timeout."""
@@ -73,17 +101,24 @@ class Kernel:
         proxies = _proxy.build(self.config["servers"])
         servers.register(self.config["servers"], proxies)
         self.namespace.setdefault("__builtins__", builtins)
+        self.namespace.setdefault("asyncio", asyncio)  # as the bridge's prompts assume
+        builtins.display = self.display.display  # as in IPython
         names = [server["name"] for server in self.config["servers"]]
         self.namespace["mcp_servers"] = {name: proxies[name] for name in names}
         for server in self.config["servers"]:
             self.namespace[f"mcp_{server['alias']}"] = proxies[server["name"]]
         self.namespace["ToolError"] = mcp.ToolError
+        # As in the bridge's sandbox: the mcp package and the server names without an import.
+        self.namespace.setdefault("mcp", mcp)
+        self.namespace["LOADED_MCP_SERVERS"] = tuple(names)
 
 
 def normalise_config(config):
     """Fills defaults and checks the shape of the bootstrap config."""
     config = dict(config or {})
     config["max_output"] = int(config.get("max_output") or DEFAULT_MAX_OUTPUT)
+    max_display = config.get("max_display")
+    config["max_display"] = DEFAULT_MAX_DISPLAY if max_display is None else max(int(max_display), 0)
     servers = []
     from mcp._proxy import alias_of
 

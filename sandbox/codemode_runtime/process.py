@@ -24,6 +24,7 @@ class Process:
         self.channel = Channel.from_fd(channel_fd) if channel_fd is not None else Channel.from_stdio(rest)
         self.kernel = Kernel(config, self.channel.send, block=self.channel.block)
         self.capture = Capture(self.channel.send, self.kernel.config["max_output"])
+        self.kernel.sync_output = self.capture.sync
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
         self.watchdog = Watchdog(self.loop)
@@ -46,6 +47,7 @@ class Process:
         execution_id = self.current = frame.get("id")
         timeout = timeout_of(frame)
         self.capture.begin(execution_id)
+        self.kernel.begin(execution_id)
         if self.loop.is_closed():  # user code closed it; a session needs one
             self.loop = self.watchdog.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)  # user code may have run asyncio.run(), which unsets it

@@ -7,7 +7,12 @@ import threading
 from .values import decode_value
 
 
-class ToolError(Exception):
+class MCPError(RuntimeError):
+    """Raised when an MCP call fails: the base of ToolError and of every error a call into the host
+    raises (as the Python bridge's runtime.MCPError)."""
+
+
+class ToolError(MCPError):
     """A tool reported an error (isError), or the host could not run it; carries the server's message."""
 
     def __init__(self, message, *, server=None, tool=None):
@@ -17,7 +22,23 @@ class ToolError(Exception):
         self.tool = tool
 
 
-ToolError.__module__ = "mcp"
+MCPError.__module__ = ToolError.__module__ = "mcp"
+
+_FLAVOURS = {}
+
+
+def mcp_error(kind, message):
+    """An exception that is both `kind` (a built-in exception class) and MCPError, e.g. a PermissionError
+    that `except MCPError` also catches. Tracebacks name it as the built-in, which is what it acts as."""
+    if kind is RuntimeError or kind is MCPError:
+        return MCPError(message)
+    flavour = _FLAVOURS.get(kind)
+    if flavour is None:
+        flavour = _FLAVOURS[kind] = type(kind.__name__, (MCPError, kind), {
+            "__module__": "builtins",
+            "__doc__": f"{kind.__name__} from a call into the host; also an mcp.MCPError.",
+        })
+    return flavour(message)
 
 
 class RpcClient:
@@ -40,7 +61,7 @@ class RpcClient:
         rid = next(self._ids)
         self._pending[rid] = lambda frame: _deliver(loop, future, frame)
         try:
-            self._send({"type": "rpc", "id": rid, "method": method, "params": params})
+            _send_call(self._send, {"type": "rpc", "id": rid, "method": method, "params": params})
             frame = await future
         finally:
             self._pending.pop(rid, None)
@@ -53,7 +74,7 @@ class RpcClient:
         rid = next(self._ids)
         self._pending[rid] = lambda frame: (answer.append(frame), event.set())
         try:
-            self._send({"type": "rpc", "id": rid, "method": method, "params": params})
+            _send_call(self._send, {"type": "rpc", "id": rid, "method": method, "params": params})
             if not event.is_set():
                 self._block(event)
         finally:
@@ -69,6 +90,13 @@ class RpcClient:
     def pending(self):
         """How many calls are waiting for an answer."""
         return len(self._pending)
+
+
+def _send_call(send, frame):
+    try:
+        send(frame)
+    except ValueError as error:  # over the frame cap: the caller's error, raised as the call's
+        raise mcp_error(ValueError, str(error)) from None
 
 
 def refuse_blocking(event):
@@ -98,7 +126,8 @@ def result_of(frame):
 
 
 def error_from(error):
-    """Builds the exception for a host error {type, message}: ToolError, a built-in, or RuntimeError."""
+    """Builds the exception for a host error {type, message}: ToolError, a built-in error that is also an
+    MCPError, or MCPError itself; every one of them is an MCPError."""
     error = error if isinstance(error, dict) else {}
     kind = str(error.get("type") or "RuntimeError")
     message = str(error.get("message") or kind)
@@ -107,7 +136,7 @@ def error_from(error):
     cls = getattr(builtins, kind, None)
     if isinstance(cls, type) and issubclass(cls, Exception) and cls is not Exception:
         try:
-            return cls(message)
-        except Exception:
+            return mcp_error(cls, message)
+        except Exception:  # a built-in that can't be combined with MCPError (none is known)
             pass
-    return RuntimeError(message if kind in ("Error", "RuntimeError") else f"{kind}: {message}")
+    return MCPError(message if kind in ("Error", "RuntimeError", "MCPError") else f"{kind}: {message}")

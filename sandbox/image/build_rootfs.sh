@@ -3,7 +3,11 @@
 # `podman import`, `docker import` and `nerdctl image import` accept. Needs root (debootstrap) and
 # network access to a Debian mirror only; no container registry.
 #
-# usage: build_rootfs.sh [--data-science] [--suite SUITE] [--mirror URI] OUT.tar
+# usage: build_rootfs.sh [--minimal] [--suite SUITE] [--mirror URI] OUT.tar
+#
+# By default the image has the data-science set (numpy, pandas, matplotlib, scipy, scikit-learn, sympy,
+# pillow) with matplotlib's font cache built in, so the first plot in a fresh sandbox is not slow;
+# --minimal builds python3 alone. --data-science is accepted and means the default.
 #
 # The mirror defaults to the one this machine's apt already uses (CODEMODE_APT_MIRROR overrides it),
 # so the recipe works behind whatever mirror or proxy the machine is set up with.
@@ -11,14 +15,15 @@ set -euo pipefail
 
 suite=bookworm
 mirror="${CODEMODE_APT_MIRROR:-}"
-data_science=0
+minimal=0
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --data-science) data_science=1 ;;
+    --minimal) minimal=1 ;;
+    --data-science) minimal=0 ;;
     --suite) suite="$2"; shift ;;
     --mirror) mirror="$2"; shift ;;
-    -h|--help) sed -n '5p' "$0"; exit 0 ;;
+    -h|--help) sed -n '5,10p' "$0"; exit 0 ;;
     -*) echo "E: Unknown option \"$1\": see --help" >&2; exit 2 ;;
     *) out="$1" ;;
   esac
@@ -60,15 +65,36 @@ fi
 }
 
 packages=python3,ca-certificates
-if [ "$data_science" = 1 ]; then
-  packages="$packages,python3-numpy,python3-pandas,python3-matplotlib"
+if [ "$minimal" = 0 ]; then
+  packages="$packages,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy,python3-sklearn"
+  packages="$packages,python3-sympy,python3-pil"
 fi
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 root="$(mktemp -d "${TMPDIR:-/tmp}/codemode-rootfs.XXXXXX")"
 trap 'rm -rf "$root"' EXIT
 
 echo "I: Building rootfs for $suite from $mirror with $packages"
 debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror"
+
+if [ "$minimal" = 0 ]; then
+  # Debian's scipy depends on a C++ compiler toolchain (pythran) that only building software needs.
+  echo "I: Removing compilers and headers the libraries do not need at run time"
+  # shellcheck disable=SC2086 # one package name per word
+  unneeded="$(chroot "$root" python3 - ${packages//,/ } <"$here/unneeded_packages.py")"
+  if [ -n "$unneeded" ]; then
+    # shellcheck disable=SC2086
+    chroot "$root" dpkg --purge --force-depends $unneeded 2>&1 | grep -E "^dpkg: error" >&2 || true
+  fi
+  # The sandbox's root is read-only and its MPLCONFIGDIR (/tmp/matplotlib) starts empty: the runtime seeds
+  # it from here when matplotlib is first imported, instead of matplotlib scanning every font again.
+  echo "I: Building matplotlib's font cache and checking every library imports"
+  mkdir -p "$root/usr/share/codemode/mplconfig"
+  chroot "$root" env -i HOME=/nonexistent MPLCONFIGDIR=/usr/share/codemode/mplconfig python3 -c \
+    "import matplotlib.pyplot, numpy, pandas, PIL.Image, scipy.optimize, scipy.stats, sklearn.linear_model, sympy"
+  ls "$root"/usr/share/codemode/mplconfig/fontlist-*.json >/dev/null
+  chmod -R a+rX "$root/usr/share/codemode"
+fi
 
 echo "I: Trimming documentation and caches"
 rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \

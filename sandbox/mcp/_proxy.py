@@ -3,7 +3,7 @@ import asyncio
 import re
 
 from codemode_runtime import context
-from codemode_runtime.rpc import ToolError
+from codemode_runtime.rpc import ToolError, mcp_error
 
 from . import _schema
 
@@ -51,15 +51,26 @@ async def call_tool(server, tool, arguments=None, raw=False):
 
 
 def normalise_tools(value):
-    """Tool entries from a list_tools answer, each with its name and alias."""
+    """Tool entries from a list_tools answer, in the shapes of both the bridge's list_tools (an MCP tool:
+    name, description, inputSchema) and its server metadata (name, alias, description, input_schema)."""
     items = value.get("tools") if isinstance(value, dict) else value
     tools = []
     for item in items if isinstance(items, (list, tuple)) else ():
         if isinstance(item, str):
             item = {"name": item}
         name = item.get("name") or item.get("tool") if isinstance(item, dict) else None
-        if isinstance(name, str):  # the host sends {server, tool, alias, description}
-            tools.append({**item, "name": name, "alias": alias_of(name)})
+        if isinstance(name, str):  # the host sends {server, tool, alias, description, inputSchema, ...}
+            schema = item.get("inputSchema", item.get("input_schema"))
+            if schema is None:
+                schema = {"type": "object", "properties": {}}
+            tools.append({
+                **item,
+                "name": name,
+                "alias": alias_of(name),
+                "description": str(item.get("description") or ""),
+                "inputSchema": schema,
+                "input_schema": schema,
+            })
     return tools
 
 
@@ -140,6 +151,11 @@ class ServerProxy:
 
     async def _call(self, alias, arguments):
         raw = arguments.pop("raw", False)
+        if alias == "list_tools" and not arguments:
+            # The bridge's proxies have list_tools(); a server's own tool of that name still wins.
+            tools = await self._tools(refresh=True)
+            if alias not in self.__state.by_alias:
+                return [dict(tool) for tool in tools]
         name = await self._tool_name(alias)
         return await call_tool(self.__state.name, name, arguments, raw)
 
@@ -179,8 +195,8 @@ class ToolProxy:
 
     def __call__(self, *args, **kwargs):
         if args:
-            raise TypeError(f"Tool {self.__qualname__!r} takes keyword arguments only: call it as "
-                            f"await {self.__qualname__}(name=value, ...)")
+            raise mcp_error(TypeError, f"Tool {self.__qualname__!r} takes keyword arguments only: call it as "
+                                       f"await {self.__qualname__}(name=value, ...)")
         return self.__server._call(self.__name__, kwargs)
 
     def __get__(self, instance, owner=None):

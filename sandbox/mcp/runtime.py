@@ -1,11 +1,37 @@
 """Discovery and call helpers: `from mcp import runtime`.
 
-The async helpers are coroutines (await them, top-level await works); each has a `_sync` twin where the
-Python bridge had one. Servers may be given by name or by alias.
+Every helper returns a superset of what the Python bridge's helper of the same name returns (the same
+keys, types and tuples; codemode adds keys), so code written for the bridge runs unchanged. The async
+helpers are coroutines (await them; top-level await works); each has the `_sync` twin the bridge has,
+with the same defaults. Servers may be given by name or by alias. Every error a call into the host raises
+is an MCPError (ToolError, and PermissionError, KeyError, ... that are MCPErrors too).
+
+One deliberate difference: `call_tool` and the proxies return the tool's result unwrapped (structured
+content, else JSON-decoded text, else the content items); `raw=True` returns the whole MCP result, which
+is what the bridge returns.
 """
 from codemode_runtime import context
+from codemode_runtime.rpc import MCPError, ToolError, mcp_error
 
 from . import _proxy
+
+__all__ = [
+    "MCPError",
+    "ToolError",
+    "call_tool",
+    "list_tools",
+    "list_tools_sync",
+    "list_servers",
+    "list_servers_sync",
+    "discovered_servers",
+    "describe_server",
+    "list_loaded_server_metadata",
+    "query_tool_docs_sync",
+    "query_tool_docs",
+    "search_tool_docs_sync",
+    "search_tool_docs",
+    "capability_summary",
+]
 
 _DETAILS = ("summary", "full")
 
@@ -19,57 +45,69 @@ def _servers():
 
 
 def discovered_servers(detailed=False):
-    """Names of every configured server (no RPC); with detailed=True, dicts with name, alias, description."""
+    """Names of every configured server (no RPC), as a tuple; with detailed=True, a tuple of dicts with
+    name, description ("" when the config gives none) and alias."""
     if not detailed:
         return tuple(server["name"] for server in _servers())
     return tuple(_public(server) for server in _servers())
 
 
 async def list_servers():
-    """The servers the host can reach, as the host reports them."""
-    return await _rpc().call("list_servers", {})
+    """Names of the servers sandbox code may use, as a tuple."""
+    return _names(await _rpc().call("list_servers", {}))
 
 
 def list_servers_sync():
     """Blocking list_servers()."""
-    return _rpc().call_sync("list_servers", {})
+    return _names(_rpc().call_sync("list_servers", {}))
 
 
 def describe_server(name):
-    """The host's description of one server (blocking)."""
-    return _rpc().call_sync("describe_server", {"name": _proxy.server_name(name)})
+    """One server (blocking): name, alias, description, cwd (None unless the config sets one), transport,
+    and tools as the bridge's metadata lists them (name, alias, description, input_schema, ...)."""
+    server = _rpc().call_sync("describe_server", {"name": _proxy.server_name(name)})
+    tools = _remember(server.get("name", name), server.get("tools") or [])
+    return {**server, "description": str(server.get("description") or ""), "cwd": server.get("cwd"),
+            "tools": [dict(tool) for tool in tools]}
 
 
 async def list_tools(server):
-    """The tools of one server (starts it if needed)."""
+    """The tools of one server (starts it if needed), as a list of MCP tools (name, description,
+    inputSchema, ...) with codemode's alias and the bridge's input_schema added."""
     name = _proxy.server_name(server)
-    return _remember(name, await _rpc().call("list_tools", {"server": name}))
+    return [dict(tool) for tool in _remember(name, await _rpc().call("list_tools", {"server": name}))]
 
 
-def list_tools_sync(server):
-    """Blocking list_tools()."""
+def list_tools_sync(server=None):
+    """Blocking list_tools(), as a tuple (as the bridge's)."""
+    if server is None:
+        raise mcp_error(TypeError, "list_tools_sync(server) requires a server name")
     name = _proxy.server_name(server)
-    return _remember(name, _rpc().call_sync("list_tools", {"server": name}))
+    return tuple(dict(tool) for tool in _remember(name, _rpc().call_sync("list_tools", {"server": name})))
 
 
 async def query_tool_docs(server, tool=None, detail="summary"):
-    """Docs for every tool of a server, or one tool; detail="full" includes input schemas."""
-    return await _rpc().call("query_tool_docs", _docs_params(server, tool, detail))
+    """Docs of every tool of a server, as a list; with tool=..., that tool's doc as one dict. Each doc
+    has server, serverAlias, tool, toolAlias, description and, with detail="full", inputSchema."""
+    params = _docs_params(server, tool, detail)
+    return _docs_answer(await _rpc().call("query_tool_docs", params), tool, single=True)
 
 
 def query_tool_docs_sync(server, tool=None, detail="summary"):
-    """Blocking query_tool_docs()."""
-    return _rpc().call_sync("query_tool_docs", _docs_params(server, tool, detail))
+    """Blocking query_tool_docs(); always a list (one doc with tool=..., as the bridge's)."""
+    params = _docs_params(server, tool, detail)
+    return _docs_answer(_rpc().call_sync("query_tool_docs", params), tool, single=False)
 
 
-async def search_tool_docs(query, limit=5):
-    """Fuzzy search over the tool docs of every configured server, loaded or not; best match first."""
-    return await _rpc().call("search_tool_docs", {"query": str(query), "limit": int(limit)})
+async def search_tool_docs(query, limit=5, *, detail="summary"):
+    """Fuzzy search over the tool docs of every configured server, loaded or not; best match first. Each
+    hit is a doc as query_tool_docs gives it, plus its score."""
+    return _docs(await _rpc().call("search_tool_docs", _search_params(query, limit, detail)))
 
 
-def search_tool_docs_sync(query, limit=5):
+def search_tool_docs_sync(query, limit=5, *, detail="summary"):
     """Blocking search_tool_docs()."""
-    return _rpc().call_sync("search_tool_docs", {"query": str(query), "limit": int(limit)})
+    return _docs(_rpc().call_sync("search_tool_docs", _search_params(query, limit, detail)))
 
 
 async def call_tool(server, tool, arguments=None, *, raw=False):
@@ -80,14 +118,13 @@ async def call_tool(server, tool, arguments=None, *, raw=False):
 
 
 def list_loaded_server_metadata():
-    """What this sandbox knows locally about each configured server, including tools listed so far."""
+    """What this sandbox knows locally (no RPC) about each server whose tools it has listed: name, alias,
+    description, tools, and cwd (None here: describe_server() has it)."""
     metadata = []
     for server in _servers():
-        entry = _public(server)
         tools = _proxy.proxy_for(server["name"])._ServerProxy__state.tools
         if tools is not None:
-            entry["tools"] = tools
-        metadata.append(entry)
+            metadata.append({**_public(server), "tools": [dict(tool) for tool in tools], "cwd": None})
     return tuple(metadata)
 
 
@@ -98,31 +135,78 @@ def capability_summary():
     servers = f"{len(names)} MCP server(s) are configured ({shown})" if names else "No MCP server is set up"
     return (
         "This is a Python sandbox with no network access; /tmp and /workspace are writable, and globals, "
-        "imports and the asyncio event loop persist between runs. Top-level await works and the value of "
-        f"a final expression is returned. {servers}: each is a global mcp_<alias> (also "
-        "mcp_servers[name]) whose tools you call as `await mcp_<alias>.<tool>(**kwargs)`, or import with "
-        "`from mcp.servers.<alias> import <tool>`. Discover before calling: `from mcp import runtime`, then "
-        "runtime.discovered_servers(), await runtime.search_tool_docs(query, limit=5), await "
-        "runtime.query_tool_docs(server, tool=None, detail='summary'|'full'), dir(mcp_<alias>) and "
-        "help(mcp_<alias>.<tool>). A failing tool raises ToolError; raw=True returns the whole MCP result."
+        "imports and the asyncio event loop persist between runs. Top-level await works, asyncio needs no "
+        "import, and the value of a final expression is returned. display(obj) shows plots, images and "
+        "tables in the result, as do open matplotlib figures at the end of a run and plt.show(). "
+        f"{servers}: each is a global mcp_<alias> (also mcp_servers[name]) whose tools you call as "
+        "`await mcp_<alias>.<tool>(**kwargs)`, or import with `from mcp.servers.<alias> import <tool>`. "
+        "Discover before calling: `from mcp import runtime`, then runtime.discovered_servers(), await "
+        "runtime.search_tool_docs(query, limit=5), await runtime.query_tool_docs(server, tool=None, "
+        "detail='summary'|'full'), dir(mcp_<alias>) and help(mcp_<alias>.<tool>). A failing tool raises "
+        "ToolError (an MCPError, like every failed call); raw=True returns the whole MCP result."
     )
 
 
 def _public(server):
-    return {key: server[key] for key in ("name", "alias", "description") if server.get(key)}
+    return {"name": server["name"], "description": str(server.get("description") or ""),
+            "alias": server["alias"]}
+
+
+def _names(servers):
+    return tuple(s["name"] if isinstance(s, dict) else s for s in servers or ())
+
+
+def _detail(detail):
+    value = str(detail).lower() if detail is not None else "summary"
+    if value not in _DETAILS:
+        raise mcp_error(ValueError, f"Unknown detail {detail!r}: use 'summary' or 'full'")
+    return value
 
 
 def _docs_params(server, tool, detail):
-    if detail not in _DETAILS:
-        raise ValueError(f"Unknown detail {detail!r}: use 'summary' or 'full'")
-    params = {"server": _proxy.server_name(server), "detail": detail}
+    params = {"server": _proxy.server_name(server), "detail": _detail(detail)}
     if tool is not None:
+        if not isinstance(tool, str):
+            raise mcp_error(TypeError, "'tool' must be a string when provided")
         params["tool"] = tool
     return params
+
+
+def _search_params(query, limit, detail):
+    try:
+        limit = int(limit)
+    except (TypeError, ValueError):
+        raise mcp_error(TypeError, f"'limit' must be a whole number, not {limit!r}") from None
+    params = {"query": str(query), "limit": limit}
+    if _detail(detail) == "full":
+        params["detail"] = "full"
+    return params
+
+
+def _docs(answer):
+    """Host docs with the bridge's keys added: serverAlias, toolAlias."""
+    docs = []
+    for doc in answer if isinstance(answer, list) else ():
+        if isinstance(doc, dict) and isinstance(doc.get("tool"), str):
+            server = doc.get("server")
+            proxy = _proxy.proxy_for(server) if isinstance(server, str) else None
+            server_alias = proxy._ServerProxy__state.alias if proxy else _proxy.alias_of(str(server))
+            docs.append({**doc, "serverAlias": server_alias, "toolAlias": doc.get("alias") or
+                         _proxy.alias_of(doc["tool"])})
+    return docs
+
+
+def _docs_answer(answer, tool, single):
+    docs = _docs(answer)
+    if tool is None or not docs:
+        return docs
+    exact = [doc for doc in docs if doc["tool"] == tool] or docs
+    return exact[0] if single else exact[:1]
 
 
 def _remember(name, value):
     proxy = _proxy.proxy_for(name)
     if proxy is not None:
         proxy._ServerProxy__state.remember(value)
-    return value
+        return proxy._ServerProxy__state.tools
+    return _proxy.normalise_tools(value)

@@ -13,6 +13,8 @@ export type Frame = SandboxFrame;
 export type RpcFrame = Extract<Frame, { type: "rpc" }>;
 /** A done frame from the runtime. */
 export type DoneFrame = Extract<Frame, { type: "done" }>;
+/** A display frame from the runtime. */
+export type DisplayFrame = Extract<Frame, { type: "display" }>;
 /** What a test host answers to an rpc: a value, or an error. */
 export type RpcAnswer = { value: unknown } | { error: { type: string; message: string } };
 
@@ -23,6 +25,9 @@ export interface Execution {
   stderr: string;
   outputs: Extract<Frame, { type: "output" }>[];
   rpcs: RpcFrame[];
+  displays: DisplayFrame[];
+  /** Output and display frames in the order they came. */
+  frames: Frame[];
 }
 
 /** Default config: one server whose name needs aliasing. */
@@ -99,12 +104,23 @@ export class LocalPython {
   ): Promise<Execution> {
     const id = `e${++this.#ids}`;
     this.send({ type: "execute", id, code, timeout: options.timeout ?? 10 });
-    const result: Omit<Execution, "done"> = { stdout: "", stderr: "", outputs: [], rpcs: [] };
+    const result: Omit<Execution, "done"> = {
+      stdout: "",
+      stderr: "",
+      outputs: [],
+      rpcs: [],
+      displays: [],
+      frames: [],
+    };
     while (true) {
       const frame = await this.next();
       if (frame.type === "output") {
         result.outputs.push(frame);
+        result.frames.push(frame);
         result[frame.stream] += frame.data;
+      } else if (frame.type === "display") {
+        result.displays.push(frame);
+        result.frames.push(frame);
       } else if (frame.type === "rpc") {
         result.rpcs.push(frame);
         const answer = options.answer

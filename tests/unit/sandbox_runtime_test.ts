@@ -12,6 +12,7 @@ import {
   PACKAGES,
 } from "../../sandbox/source.ts";
 import { LocalPython, type RpcAnswer, type RpcFrame, TEST_CONFIG, withPython } from "./_local_python.ts";
+import { bridgeHost } from "./_bridge_host.ts";
 
 const echo = (rpc: RpcFrame): RpcAnswer => {
   if (rpc.method !== "call_tool") {
@@ -321,10 +322,11 @@ Deno.test("tool errors raise ToolError with the host's message; other errors rai
       answer: () => ({ error: { type: "TimeoutError", message: "Tool call timed out" } }),
     });
     assert.match(other.done.error ?? "", /\nTimeoutError: Tool call timed out\n$/);
+    // A type the sandbox doesn't know is runtime.MCPError itself, naming the host's type.
     const unknown = await python.execute("await mcp_my_server.echo()", {
       answer: () => ({ error: { type: "ServerGone", message: "It crashed" } }),
     });
-    assert.match(unknown.done.error ?? "", /\nRuntimeError: ServerGone: It crashed\n$/);
+    assert.match(unknown.done.error ?? "", /\nmcp\.MCPError: ServerGone: It crashed\n$/);
   });
 });
 
@@ -404,8 +406,7 @@ Deno.test("mcp.runtime helpers answer locally or through the documented rpc meth
     assert.equal(local.rpcs.length, 0);
     assert.equal(
       local.done.value,
-      "(('my-server',), ({'name': 'my-server', 'alias': 'my_server', 'description': 'A test server'},), True, " +
-        "({'name': 'my-server', 'alias': 'my_server', 'description': 'A test server'},))",
+      "(('my-server',), ({'name': 'my-server', 'description': 'A test server', 'alias': 'my_server'},), True, ())",
     );
     const code = [
       "a = await runtime.list_servers()",
@@ -416,10 +417,10 @@ Deno.test("mcp.runtime helpers answer locally or through the documented rpc meth
       "f = await runtime.query_tool_docs('my_server', tool='echo', detail='full')",
       "g = runtime.query_tool_docs_sync('my_server')",
       "h = await runtime.search_tool_docs('echo things', limit=3)",
-      "i = runtime.search_tool_docs_sync('echo')",
+      "i = runtime.search_tool_docs_sync('echo', detail='FULL')",
       "'done'",
     ].join("\n");
-    const remote = await python.execute(code, { answer: (rpc) => ({ value: rpc.method }) });
+    const remote = await python.execute(code, { answer: bridgeHost });
     assert.equal(remote.done.value, "'done'");
     assert.deepEqual(remote.rpcs.map((rpc) => [rpc.method, rpc.params]), [
       ["list_servers", {}],
@@ -430,7 +431,7 @@ Deno.test("mcp.runtime helpers answer locally or through the documented rpc meth
       ["query_tool_docs", { server: "my-server", tool: "echo", detail: "full" }],
       ["query_tool_docs", { server: "my-server", detail: "summary" }],
       ["search_tool_docs", { query: "echo things", limit: 3 }],
-      ["search_tool_docs", { query: "echo", limit: 5 }],
+      ["search_tool_docs", { query: "echo", limit: 5, detail: "full" }],
     ]);
     const bad = await python.execute("runtime.query_tool_docs_sync('my_server', detail='everything')");
     assert.match(bad.done.error ?? "", /ValueError: Unknown detail 'everything': use 'summary' or 'full'/);

@@ -6,13 +6,22 @@ from importlib.machinery import ModuleSpec
 _PROXY = "__codemode_server__"
 
 
+__all__ = []
+"""Aliases of the configured servers (filled by register()), as the bridge's mcp.servers.__all__."""
+
+
 class ServerModule(types.ModuleType):
-    """mcp.servers.<alias>: its attributes are the server's tools; __all__ lists them (via list_tools)."""
+    """mcp.servers.<alias>: its attributes are the server's tools; __all__ lists them, TOOLS holds their
+    metadata and TOOL_MAP the same by alias (as the bridge's modules; all via one list_tools)."""
 
     def __getattr__(self, attribute):
         if attribute.startswith("__"):
             raise AttributeError(f"module {self.__name__!r} has no attribute {attribute!r}")
-        return getattr(self.__dict__[_PROXY], attribute)
+        proxy = self.__dict__[_PROXY]
+        if attribute in ("TOOLS", "TOOL_MAP"):
+            tools = [dict(tool) for tool in proxy._tools_sync()]
+            return tools if attribute == "TOOLS" else {tool["alias"]: tool for tool in tools}
+        return getattr(proxy, attribute)
 
     @property
     def __all__(self):
@@ -33,3 +42,5 @@ def register(servers, proxies):
         module.__package__ = __name__
         sys.modules[name] = module
         setattr(package, server["alias"], module)
+        if server["alias"] not in __all__:
+            __all__.append(server["alias"])

@@ -9,6 +9,7 @@ import { bootstrapCommand, bootstrapFrame } from "../sandbox/source.ts";
 import { checkSettings, type DoctorReport, runDoctor } from "../core/doctor/checks.ts";
 import { configCandidates, type ConfigFile, ConfigFileError, readConfigFile } from "../core/config/file.ts";
 import type { RuntimeCheck } from "../core/doctor/runtime.ts";
+import { describeLibraries } from "../core/doctor/libraries.ts";
 import { VERSION } from "../core/version.ts";
 import { type Colors, colors, formatMs, mark, printJson, table } from "./_render.ts";
 
@@ -80,6 +81,20 @@ export function renderReport(report: DoctorReport, c: Colors): string {
       c,
     ),
   );
+
+  // The libraries of the image each working sandbox runs: what data work the sandbox can do.
+  const withLibraries = report.runtimes.filter((r) => r.sandbox?.libraries);
+  if (withLibraries.length) {
+    out.push(c.bold("Sandbox libraries"));
+    for (const r of withLibraries) {
+      const where = r.image ? `${r.name} (${r.image.ref})` : r.name;
+      out.push(`  ${where}: ${describeLibraries(r.sandbox!.libraries!)}`);
+    }
+    if (withLibraries.some((r) => Object.values(r.sandbox!.libraries!).includes(null) && r.image)) {
+      out.push(c.dim("  codemode image build makes the image with all of them (--minimal: python3 alone)"));
+    }
+    out.push("");
+  }
 
   const s = report.stateDir;
   const state = s.exists

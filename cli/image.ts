@@ -1,6 +1,7 @@
 /**
- * `codemode image build [--runtime R] [--tag T] [--data-science] [--from IMAGE] [--rootfs TAR] [--json]`:
- * builds the sandbox image offline from Debian packages, or pulls one, into podman, docker or nerdctl.
+ * `codemode image build [--runtime R] [--tag T] [--minimal] [--from IMAGE] [--rootfs TAR] [--json]`:
+ * builds the sandbox image offline from Debian packages, or pulls one, into podman, docker or nerdctl. By
+ * default the image has the data-science libraries; `--minimal` builds python3 alone.
  * @module
  */
 import { type Command, Option } from "commander";
@@ -14,6 +15,8 @@ type Engine = typeof ENGINES[number];
 export interface ImageBuildFlags {
   runtime?: Engine;
   tag?: string;
+  minimal?: boolean;
+  /** The old name of the default (kept so scripts that pass it still work). */
   dataScience?: boolean;
   from?: string;
   rootfs?: string;
@@ -32,7 +35,12 @@ export function registerImageCommand(image: Command, setExit: (code: number) => 
       new Option("--runtime <name>", "container engine (default: first one that works)").choices(ENGINES),
     )
     .option("--tag <ref>", "image reference to create (default: CODEMODE_IMAGE or codemode-sandbox:latest)")
-    .option("--data-science", "add numpy, pandas and matplotlib (about 1.6 GB)")
+    .option(
+      "--minimal",
+      "python3 alone (about 120 MB) instead of the default image with numpy, pandas, matplotlib, scipy, " +
+        "scikit-learn, sympy and pillow (about 760 MB)",
+    )
+    .addOption(new Option("--data-science", "the default; kept for scripts that pass it").hideHelp())
     .option("--from <image>", "pull this image from a registry and tag it instead of building")
     .option("--rootfs <tar>", "import this root filesystem archive instead of building one")
     .option("--mirror <uri>", "Debian mirror (default: the one in /etc/apt/sources.list.d)")
@@ -40,10 +48,14 @@ export function registerImageCommand(image: Command, setExit: (code: number) => 
     .action(async (flags: ImageBuildFlags) => setExit(await imageBuild(flags)));
 }
 
-/** Runs `codemode image build`; returns the exit code (0 built, 1 failed). */
+/** Runs `codemode image build`; returns the exit code (0 built, 1 failed, 2 contradicting flags). */
 export async function imageBuild(flags: ImageBuildFlags): Promise<number> {
   const { colors } = await import("./_render.ts");
   const c = colors(process.stderr);
+  if (flags.minimal && flags.dataScience) {
+    process.stderr.write(`${c.red("✗")} --minimal and --data-science contradict each other: pass one\n`);
+    return 2;
+  }
   try {
     const { buildImage, DEFAULT_IMAGE } = await import("../core/sandbox/image_build.ts");
     const runtime = await chooseEngine(flags.runtime);
@@ -53,7 +65,7 @@ export async function imageBuild(flags: ImageBuildFlags): Promise<number> {
     try {
       result = await buildImage(runtime, {
         ref,
-        dataScience: flags.dataScience,
+        minimal: Boolean(flags.minimal),
         from: flags.from,
         rootfs: flags.rootfs,
         mirror: flags.mirror,

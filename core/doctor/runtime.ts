@@ -13,6 +13,7 @@ import { SandboxSession } from "../sandbox/session.ts";
 import { ownerLabels } from "../sandbox/session_manager.ts";
 
 import type { CheckStatus } from "./finding.ts";
+import { type Libraries, LIBRARIES_PROGRAM, parseLibraries } from "./libraries.ts";
 
 export type { CheckStatus } from "./finding.ts";
 
@@ -39,6 +40,8 @@ export interface SandboxProbe {
   python?: string;
   /** Undefined where the sandbox has no /proc to tell (Pyodide). */
   seccomp?: SeccompProbe;
+  /** The data-science libraries the sandbox has (null for each one it lacks). */
+  libraries?: Libraries;
   error?: string;
 }
 
@@ -242,7 +245,8 @@ export async function checkRuntime(
 }
 
 /**
- * The program doctor runs in the sandbox: `ok`, then one JSON line of seccomp facts. The probed call is
+ * The program doctor runs in the sandbox: `ok`, one JSON line of seccomp facts, then one of the
+ * data-science libraries the image has (see libraries.ts). The probed call is
  * one both engines' default profiles allow and codemode's refuses, so EPERM proves codemode's profile is
  * in force, not just some filter; it changes nothing. Where /proc or ctypes is missing (Pyodide) the facts
  * are partial or empty.
@@ -271,7 +275,7 @@ try:
     print(__import__("json").dumps(_codemode_seccomp()))
 except Exception:
     print("{}")
-`;
+${LIBRARIES_PROGRAM}`;
 
 /** Reads the seccomp facts line of {@link PROBE_PROGRAM}'s output; undefined when it tells nothing. */
 export function parseSeccompFacts(line: string | undefined): SeccompProbe | undefined {
@@ -337,15 +341,17 @@ export async function probeSandbox(
     started = performance.now();
     const result = await session.execute(PROBE_PROGRAM, { timeout: 15 });
     const runMs = Math.round(performance.now() - started);
-    const [first, facts] = result.stdout.split("\n");
+    const [first, facts, found] = result.stdout.split("\n");
     const ok = result.status === "ok" && first.trim() === "ok";
     const seccomp = parseSeccompFacts(facts);
+    const libraries = parseLibraries(found);
     return {
       ok,
       startMs,
       runMs,
       python: session.python,
       ...(seccomp ? { seccomp } : {}),
+      ...(libraries ? { libraries } : {}),
       ...(ok ? {} : { error: result.error || `unexpected output: "${result.stdout.slice(0, 200)}"` }),
     };
   } catch (error) {

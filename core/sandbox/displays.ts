@@ -58,13 +58,20 @@ export class DisplayCollector {
   #used = 0;
   /** Displays past {@link MAX_DISPLAYS}, counted only. */
   #uncounted = 0;
-  #incomplete = 0;
+  /** Frames refused as malformed, and displays cut off by the end of the run. */
+  #malformed = 0;
 
   /** Creates a collector that keeps at most `cap` bytes of displays. */
   constructor(readonly cap: number) {}
 
   /** Takes one display frame that came after `offset` characters of stdout; returns why it is malformed. */
   accept(frame: DisplayFrame, offset: number): string | undefined {
+    const problem = this.#accept(frame, offset);
+    if (problem) this.#malformed++;
+    return problem;
+  }
+
+  #accept(frame: DisplayFrame, offset: number): string | undefined {
     const image = isImageType(frame.mime);
     if (!image && !TEXT_TYPES.has(frame.mime)) {
       return this.#abandon(`display type "${frame.mime.slice(0, 64)}" is not allowed`);
@@ -113,7 +120,10 @@ export class DisplayCollector {
 
   /** The run's displays, and notes on what was dropped or malformed. */
   result(): { displays: Display[]; notes: string[] } {
-    if (this.#pending) this.#abandon("");
+    if (this.#pending) {
+      this.#abandon("");
+      this.#malformed++;
+    }
     const notes: string[] = [];
     const dropped = this.#displays.filter((d) => d.dropped);
     if (dropped.length) {
@@ -128,7 +138,9 @@ export class DisplayCollector {
     if (this.#uncounted) {
       notes.push(`${this.#uncounted} more display(s) dropped: a run keeps at most ${MAX_DISPLAYS}`);
     }
-    if (this.#incomplete) notes.push(`${this.#incomplete} display(s) dropped: their data was malformed`);
+    if (this.#malformed) {
+      notes.push(`${this.#malformed} display frame(s) dropped as malformed (see the log for why)`);
+    }
     return { displays: this.#displays, notes };
   }
 
@@ -181,7 +193,6 @@ export class DisplayCollector {
 
   #failed(pending: Pending, reason: string): string {
     if (pending.keep) this.#used -= pending.declared;
-    this.#incomplete++;
     return reason;
   }
 }

@@ -25,8 +25,11 @@ export const RECIPE_PATH: string = fileURLToPath(
 export interface ImageBuildOptions {
   /** Image reference to create. */
   ref?: string;
-  /** Add numpy, pandas and matplotlib (about 1.6 GB instead of about 120 MB). */
-  dataScience?: boolean;
+  /**
+   * Build the small image, python3 alone (about 120 MB), instead of the default with numpy, pandas,
+   * matplotlib, scipy, scikit-learn, sympy and pillow (about 760 MB).
+   */
+  minimal?: boolean;
   /** Pull this image and tag it as `ref` instead of building (machines with a registry). */
   from?: string;
   /** Import this existing rootfs tar archive instead of building one (e.g. built earlier by root). */
@@ -64,9 +67,9 @@ export interface ImageBuildResult {
   seconds: number;
 }
 
-// Measured (debootstrap --print-debs, bookworm): minbase with python3 is 112 packages, with the data-science
-// set 260.
-const EXPECTED_PACKAGES = { base: 112, dataScience: 260 };
+// Measured (packages debootstrap retrieved, bookworm): minbase with python3 is 112 packages, with the
+// data-science set 266.
+const EXPECTED_PACKAGES = { minimal: 112, dataScience: 266 };
 
 // Where each debootstrap phase starts and ends within the rootfs step. debootstrap unpacks and configures
 // the required packages, then unpacks and configures the rest, so those two phases share one range and one
@@ -79,6 +82,8 @@ const PHASES: Record<string, { verb: RegExp; group: string; steps: number; from:
 };
 const MILESTONES: Array<[RegExp, string, number]> = [
   [/^I: Building rootfs/, "start", 0.01],
+  [/^I: Removing compilers/, "prune", 0.9],
+  [/^I: Building matplotlib/, "fonts", 0.91],
   [/^I: Trimming/, "trim", 0.92],
   [/^I: Packing/, "pack", 0.94],
   [/^I: Wrote/, "written", 1],
@@ -176,12 +181,12 @@ export async function buildImage(
   }
   const tar = join(deps.tmpDir ?? tmpdir(), `codemode-rootfs-${randomBytes(6).toString("hex")}.tar`);
   const argv = ["bash", recipe];
-  if (options.dataScience) argv.push("--data-science");
+  if (options.minimal) argv.push("--minimal");
   if (options.mirror) argv.push("--mirror", options.mirror);
   argv.push(tar);
 
   const progress = new DebootstrapProgress(
-    options.dataScience ? EXPECTED_PACKAGES.dataScience : EXPECTED_PACKAGES.base,
+    options.minimal ? EXPECTED_PACKAGES.minimal : EXPECTED_PACKAGES.dataScience,
   );
   const errors: string[] = [];
   let lastLine = "";

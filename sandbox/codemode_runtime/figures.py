@@ -93,6 +93,9 @@ def render(figure):
     """The figure as PNG bytes, at its own size and dpi (savefig rcParams apply)."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
+    # savefig itself marks the figure stale (it restores the colours and dpi it changed): what was just
+    # rendered is current, and only a change after this should show it again.
+    figure.stale = False
     _shown.add(figure)
     return buffer.getvalue()
 

@@ -111,6 +111,8 @@ export interface Answer {
   isError: boolean;
   structured: Record<string, unknown>;
   ms: number;
+  /** Every content item of the result (text, images, links). */
+  content: { type: string; text?: string; data?: string; mimeType?: string }[];
 }
 
 /**
@@ -128,6 +130,7 @@ export async function runWithin(s: Served, code: string, timeout: number, boundM
     isError: Boolean(r.isError),
     structured: (r.structuredContent ?? {}) as Record<string, unknown>,
     ms: Date.now() - started,
+    content: r.content as Answer["content"],
   };
 }
 

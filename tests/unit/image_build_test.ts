@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import type { ImageStore } from "../../core/contracts/runtime.ts";
 import {
@@ -81,7 +82,7 @@ Deno.test("buildImage() runs the recipe, reports progress, imports the archive a
   const argvSeen: string[][] = [];
   const result = await buildImage(
     fakeStore(calls),
-    { dataScience: true, mirror: "http://m.invalid/debian" },
+    { minimal: true, mirror: "http://m.invalid/debian" },
     {
       spawn: playback(DEBOOTSTRAP_LOG, 0, argvSeen),
       onEvent: (event) => events.push(event),
@@ -94,7 +95,7 @@ Deno.test("buildImage() runs the recipe, reports progress, imports the archive a
   assert.deepEqual(argv.slice(0, 5), [
     "bash",
     RECIPE_PATH,
-    "--data-science",
+    "--minimal",
     "--mirror",
     "http://m.invalid/debian",
   ]);
@@ -144,4 +145,46 @@ Deno.test("buildImage() imports an existing rootfs archive as given", async () =
 
 Deno.test("the image recipe ships next to the image builder", () => {
   assert.ok(existsSync(RECIPE_PATH), RECIPE_PATH);
+});
+
+Deno.test("buildImage() builds the data-science image unless asked for the minimal one", async () => {
+  const argvSeen: string[][] = [];
+  await buildImage(fakeStore([]), {}, { spawn: playback(DEBOOTSTRAP_LOG, 0, argvSeen) });
+  assert.deepEqual(argvSeen[0].slice(0, -1), ["bash", RECIPE_PATH]);
+});
+
+Deno.test("the recipe keeps what the libraries need and purges the compilers scipy's pythran pulls in", () => {
+  const dir = Deno.makeTempDirSync();
+  const block = (name: string, depends = "", extra = "") =>
+    `Package: ${name}\nStatus: install ok installed\nPriority: optional\n${
+      depends ? `Depends: ${depends}\n` : ""
+    }${extra}`;
+  const status = [
+    block("base-files", "", "Essential: yes"),
+    block("python3", "libpython3.11-stdlib (>= 3.11)"),
+    block("libpython3.11-stdlib"),
+    block("python3-scipy", "python3-numpy, python3-pythran, libblas.so.3 | libblas3"),
+    block("python3-numpy", "python3:any"),
+    block("libopenblas0-pthread", "", "Provides: libblas.so.3\n"),
+    block("python3-pythran", "g++, libboost-dev"),
+    block("g++", "gcc"),
+    block("gcc"),
+    block("libboost-dev"),
+    block("python3-pil", "mime-support | python3-pil.imagetk"),
+    block("python3-pil.imagetk", "python3-tk"),
+    block("python3-tk"),
+    block("removed-pkg", "", "").replace("install ok installed", "deinstall ok config-files"),
+  ].join("\n\n") + "\n";
+  Deno.writeTextFileSync(`${dir}/status`, status);
+  const script = new URL("../../sandbox/image/unneeded_packages.py", import.meta.url).pathname;
+  const out = spawnSync("python3", [
+    "-c",
+    `import runpy; m = runpy.run_path(${JSON.stringify(script)})\n` +
+    `print(" ".join(m["unneeded"](m["installed"](${
+      JSON.stringify(`${dir}/status`)
+    }), ["python3-scipy", "python3-pil"])))`,
+  ], { encoding: "utf8" });
+  assert.equal(out.stderr, "");
+  assert.equal(out.stdout.trim(), "g++ gcc libboost-dev python3-pil.imagetk python3-pythran python3-tk");
+  Deno.removeSync(dir, { recursive: true });
 });

@@ -13,6 +13,7 @@ import type { ImageStore, RuntimePlugin } from "../../core/contracts/runtime.ts"
 import { type Attempt, type Ctx, type Fixtures, fixtures, prelude } from "./_adversarial.ts";
 import { filesystem, network, privileges } from "./_attempts_escape.ts";
 import { hostEnv, protocol, resources, secrets } from "./_attempts_abuse.ts";
+import { displays } from "./_attempts_display.ts";
 import {
   type Answer,
   assertNoSandboxOf,
@@ -34,6 +35,7 @@ const ATTEMPTS: Attempt[] = [
   ...protocol,
   ...secrets,
   ...hostEnv,
+  ...displays,
 ];
 /** How long past its own timeout a run may take to be answered (sandbox restarts, CPU contention). */
 const SLACK_MS = 60_000;

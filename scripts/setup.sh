@@ -5,7 +5,8 @@
 #
 # Environment: CODEMODE_ROOTLESS_USER (default codemode-rootless), CODEMODE_IMAGE (default
 # codemode-sandbox:latest), CODEMODE_REBUILD_IMAGE=1 to rebuild an image that already exists,
-# CODEMODE_APT_MIRROR to build the image from another mirror than the machine's apt sources.
+# CODEMODE_APT_MIRROR to build the image from another mirror than the machine's apt sources. The image is
+# the default one, with the data-science libraries; an existing image without them is rebuilt.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -113,11 +114,16 @@ done_step
 
 step "Building the sandbox image $image"
 rootless() { (cd / && runuser -u "$rootless_user" -- "$@"); }
+libraries="import matplotlib, numpy, pandas, PIL, scipy, sklearn, sympy"
+# An image from before the data-science default (or any other without the libraries) is rebuilt.
+complete() {
+  "$@" run --rm --network none --pull never "$image" python3 -c "$libraries" >/dev/null 2>&1
+}
 need_podman=1; need_docker=1; need_rootless=1
 if [ "${CODEMODE_REBUILD_IMAGE:-0}" != 1 ]; then
-  podman image exists "$image" && need_podman=0
-  docker image inspect "$image" >/dev/null 2>&1 && need_docker=0
-  rootless podman image exists "$image" && need_rootless=0
+  podman image exists "$image" && complete podman && need_podman=0
+  docker image inspect "$image" >/dev/null 2>&1 && complete docker && need_docker=0
+  rootless podman image exists "$image" && complete rootless podman && need_rootless=0
 fi
 if [ $((need_podman + need_docker + need_rootless)) -gt 0 ]; then
   tar_dir="$(mktemp -d /tmp/codemode-image.XXXXXX)"
@@ -125,7 +131,7 @@ if [ $((need_podman + need_docker + need_rootless)) -gt 0 ]; then
   chmod 755 "$tar_dir"
   tar="$tar_dir/rootfs.tar"
   t=$(now_ms)
-  bash "$repo/sandbox/image/build_rootfs.sh" "$tar" | grep -E '^I: (Building|Wrote)' | sed 's/^/    /' || true
+  bash "$repo/sandbox/image/build_rootfs.sh" "$tar" | grep -E '^I: (Building|Removing|Wrote)' | sed 's/^/    /' || true
   [ -f "$tar" ] || { echo "building the root filesystem failed" >&2; exit 1; }
   chmod 644 "$tar"
   echo "    rootfs built in $(since "$t")"
@@ -163,9 +169,11 @@ else
 fi
 done_step
 
-step "Checking a sandbox starts in each engine"
-flags=(--rm --network none --read-only --cap-drop ALL --security-opt no-new-privileges --user 65534:65534
-  --ulimit nofile=1024:1024 --ulimit nproc=512:512 --pull never "$image" python3 -c "print('ok')")
+step "Checking a sandbox starts in each engine and has the libraries"
+# A tmpfs /tmp as the sandbox has: matplotlib needs a writable config directory.
+flags=(--rm --network none --read-only --tmpfs /tmp:rw,noexec,nosuid,nodev --cap-drop ALL
+  --security-opt no-new-privileges --user 65534:65534 --ulimit nofile=1024:1024 --ulimit nproc=512:512
+  --pull never "$image" python3 -c "$libraries; print('ok')")
 # No --runtime: this also checks that the runc drop-in is in effect.
 echo "    podman: $(podman run "${flags[@]}")"
 echo "    docker: $(docker run "${flags[@]}")"

@@ -2,7 +2,7 @@
  * `deno task bench`: measures codemode against baselines taken in the same run and prints one table per
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
- *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup] [--json]
+ *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image] [--json]
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -16,6 +16,8 @@ import { benchBinary } from "./bench_binary.ts";
 import { benchPyodide } from "./bench_pyodide.ts";
 import { benchLoad } from "./bench_load.ts";
 import { benchStartup } from "./bench_startup.ts";
+import { benchDisplay } from "./bench_display.ts";
+import { benchImage } from "./bench_image.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -26,7 +28,12 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   pyodide: benchPyodide,
   load: benchLoad,
   startup: benchStartup,
+  display: benchDisplay,
+  image: benchImage,
 };
+
+/** Sections that run only when asked for with --only: building two images from scratch takes many minutes. */
+const ON_REQUEST = new Set(["image"]);
 
 function parseArgs(argv: string[]): { only?: string; json: boolean } {
   const json = argv.includes("--json");
@@ -95,7 +102,7 @@ async function main(): Promise<void> {
   if (!json) console.log(`# codemode benchmarks, ${date}\n\n${host}\n\n\`${command}\`\n`);
   const results: SectionResult[] = [];
   for (const [name, run] of Object.entries(SECTIONS)) {
-    if (only && name !== only) continue;
+    if (only ? name !== only : ON_REQUEST.has(name)) continue;
     const sectionStart = performance.now();
     const loadBefore = loadavg()[0];
     let result: SectionResult;

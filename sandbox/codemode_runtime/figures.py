@@ -92,7 +92,9 @@ def as_figure(obj):
 def render(figure):
     """The figure as PNG bytes, at its own size and dpi (savefig rcParams apply)."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    # zlib level 1 instead of pillow's 6 halves the time savefig takes (measured: 130 against 265 ms for a
+    # plain line plot) for about 40% more bytes; what a model pays for an image depends on its pixels.
+    figure.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})
     # savefig itself marks the figure stale (it restores the colours and dpi it changed): what was just
     # rendered is current, and only a change after this should show it again.
     figure.stale = False

@@ -161,7 +161,7 @@ report(count=len(hoard), error=error)`,
 import asyncio
 from mcp import runtime
 answers = await asyncio.gather(*[runtime.list_servers() for _ in range(20_000)], return_exceptions=True)
-report(ok=sum(isinstance(a, list) for a in answers), errors=sorted({type(a).__name__ for a in answers if not isinstance(a, list)}))`,
+report(ok=sum(isinstance(a, tuple) for a in answers), errors=sorted({type(a).__name__ for a in answers if not isinstance(a, tuple)}))`,
     check(answer) {
       const f = facts(answer);
       assert.equal(f.ok, 20_000, JSON.stringify(f.errors));
@@ -448,7 +448,7 @@ def proc(kind):
     return out
 await grab("proc environ", lambda: proc("environ"))
 await grab("proc cmdline", lambda: proc("cmdline"))
-report(leaks={k: redact(v)[:600] for k, v in seen.items() if leaks(v)}, servers=[s["name"] for s in seen["list_servers"]],
+report(leaks={k: redact(v)[:600] for k, v in seen.items() if leaks(v)}, servers=list(seen["list_servers"]),
        vault_described="tools" in seen["describe vault"])`,
     check(answer) {
       const f = facts(answer);

@@ -12,6 +12,7 @@ MAX_DISPLAYS of them; a display that does not fit is announced with `dropped` an
 result can say what was left out. The host checks all of it again: these frames are untrusted there.
 """
 import base64
+import inspect
 import threading
 
 from . import figures
@@ -61,8 +62,10 @@ class Displayer:
             self.count = 0
             self.figures.begin()
 
-    def display(self, *objs):
-        """The `display()` builtin: shows each object by its richest form, in order."""
+    def display(self, *objs, **ipython_options):
+        """The `display()` builtin: shows each object by its richest form, in order. IPython's keyword
+        arguments (include=, metadata=, clear=, ...) are accepted so code written for it runs; they change
+        nothing here."""
         for obj in objs:
             self.show(representation(obj))
 
@@ -97,8 +100,9 @@ class Displayer:
             self.count += 1
             self.used += size
             chunks = _chunks(data)
+            head = {key: frame[key] for key in ("type", "mime", "size", "id") if key in frame}
             for index, chunk in enumerate(chunks):
-                part = dict(frame) if index == 0 else {k: frame[k] for k in ("type", "mime", "size", "id") if k in frame}
+                part = dict(frame if index == 0 else head)  # the text form rides on the first part only
                 part["data"] = chunk
                 if index < len(chunks) - 1:
                     part["more"] = True
@@ -142,12 +146,17 @@ def rich_representation(obj):
 
 
 def _call(obj, method, **kwargs):
-    """obj.method(**kwargs), or None when it is missing or fails (a broken formatter falls back to the next)."""
+    """obj.method(**kwargs), or None when it is missing or fails (a broken formatter falls back to the
+    next one)."""
     try:
         function = getattr(obj, method, None)
-        return function(**kwargs) if callable(function) else None
+        value = function(**kwargs) if callable(function) else None
     except Exception:
         return None
+    if inspect.iscoroutine(value):  # a formatter that needs awaiting is no formatter; don't leave it pending
+        value.close()
+        return None
+    return value
 
 
 def _checked(mime, data, obj):
@@ -171,8 +180,8 @@ def _checked(mime, data, obj):
 
 def _pandas_table(obj):
     """A DataFrame or Series as the text table pandas prints, within pandas' display options."""
-    kind = type(obj)
-    if not kind.__module__.startswith("pandas.") or kind.__name__ not in ("DataFrame", "Series"):
+    pandas_types = ("DataFrame", "Series")
+    if not any(c.__module__.startswith("pandas.") and c.__name__ in pandas_types for c in type(obj).__mro__):
         return None
     try:
         import pandas

@@ -102,7 +102,9 @@ class ServerProxy:
 
     def __getattr__(self, attribute):
         dunder = attribute.startswith("__") and attribute.endswith("__")
-        if dunder or attribute.startswith("_ServerProxy__"):
+        # Display hooks (display(), a proxy as a cell's value) probe _repr_*_ and IPython's _ipython_*_:
+        # those are never tools, or a probe would start a call.
+        if dunder or attribute.startswith(("_ServerProxy__", "_repr_", "_ipython_")):
             raise AttributeError(attribute)
         state = self.__state
         proxy = state.proxies.get(attribute)

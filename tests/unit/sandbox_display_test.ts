@@ -172,6 +172,7 @@ Deno.test("a display larger than one frame arrives in chunks that reassemble to 
     const run = await python.execute(
       PNG +
         "import hashlib\nimage = png(1200, 1200, True)\ndisplay(Rich(png=image))\nprint(len(image), hashlib.sha256(image).hexdigest())",
+      { timeout: 60 }, // generous: a few MB through a pipe on a busy machine
     );
     assert.ok(run.displays.length >= 2, `${run.displays.length} frames`);
     assert.ok(run.displays.slice(0, -1).every((f) => f.more) && !run.displays.at(-1)!.more);
@@ -181,4 +182,14 @@ Deno.test("a display larger than one frame arrives in chunks that reassemble to 
     const hash = await crypto.subtle.digest("SHA-256", data);
     assert.equal(Buffer.from(hash).toString("hex"), digest);
   }, { ...TEST_CONFIG, max_display: 64 * 1024 * 1024 });
+});
+
+Deno.test("a server proxy as the last value is returned as its repr, without probing it for tools", async () => {
+  await withPython(async (python) => {
+    const run = await python.execute("mcp_my_server", { answer: () => ({ value: [] }) });
+    assert.equal(run.rpcs.length, 0);
+    assert.equal(run.displays.length, 0);
+    assert.match(run.done.value ?? "", /^<MCP server 'my-server' as mcp_my_server/);
+    assert.equal(run.stderr, "", "no coroutine was left unawaited");
+  });
 });

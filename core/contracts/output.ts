@@ -21,6 +21,19 @@ export interface RunResult {
   notes?: string[];
   /** True when the sandbox was killed and the next call starts a fresh one. */
   sessionLost?: boolean;
+  /** Files the run left under /workspace/artifacts that are new or changed, as the host keeps them. */
+  artifacts?: ArtifactLink[];
+}
+
+/** One artifact as a result lists it: an MCP `resource_link` without its `type`. */
+export interface ArtifactLink {
+  /** `codemode://artifacts/<session>/<path>`: readable with `resources/read` in the same session. */
+  uri: string;
+  /** The path under /workspace/artifacts. */
+  name: string;
+  mimeType: string;
+  /** Bytes. */
+  size: number;
 }
 
 /** What an output plugin produces: the text content and the mirrored structuredContent. */

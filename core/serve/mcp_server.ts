@@ -13,6 +13,8 @@ import { log, type LogScope, withLogScope } from "../observe/log.ts";
 import type { RunOptions } from "../sandbox/session.ts";
 import { isLoggingLevel, logForwarder, progressStream } from "./run_notifications.ts";
 import { stats } from "../observe/stats.ts";
+import type { ArtifactStore } from "../artifacts/store.ts";
+import { artifactLinks, registerArtifactResources } from "./artifact_resources.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -33,6 +35,8 @@ export interface McpServerOptions {
   /** Session key for this connection. */
   sessionKey: string;
   version: string;
+  /** The session's artifacts: kept from its runs, listed and read as resources. */
+  artifacts?: ArtifactStore;
 }
 
 /** URI of the capabilities resource. */
@@ -83,14 +87,16 @@ export function createMcpServer(options: McpServerOptions): McpServer {
             requestId,
             signal: ctx.mcpReq.signal,
             onOutput: progress?.output,
+            artifacts: options.artifacts,
           }));
         await progress?.flush();
       } finally {
         scope.ended = true;
       }
       const rendered = options.output.render(result);
+      if (result.artifacts?.length) server.sendResourceListChanged();
       return {
-        content: [{ type: "text", text: rendered.text }],
+        content: [{ type: "text", text: rendered.text }, ...artifactLinks(result)],
         structuredContent: rendered.structured,
         isError: result.status !== "ok",
       };
@@ -102,6 +108,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     { title: "codemode capabilities", description: "What run_python can do", mimeType: "text/markdown" },
     (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/markdown", text: options.capabilities() }] }),
   );
+  if (options.artifacts) registerArtifactResources(server, options.artifacts);
   server.registerResource(
     "stats",
     STATS_URI,

@@ -35,6 +35,9 @@ function compactText(result: RunResult, o: CompactOptions): string {
   if (result.error) sections.push(["error", result.error]);
   for (const note of result.notes ?? []) sections.push(["note", note]);
   if (result.sessionLost) sections.push(["session", "lost; the next call starts a fresh sandbox"]);
+  for (const a of result.artifacts ?? []) {
+    sections.push(["artifact", `${a.name} (${a.mimeType}, ${a.size} bytes) ${a.uri}`]);
+  }
   if (o.showDuration) sections.push(["duration", `${result.duration.toFixed(3)}s`]);
 
   if (sections.length === 0) return "(no output)";

@@ -9,7 +9,9 @@ import sys
 import types
 
 from . import context
+from .artifacts import Artifacts
 from .executor import Executor
+from .files import FileReceiver
 from .rpc import RpcClient
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024
@@ -30,13 +32,18 @@ class Kernel:
         self.rpc = RpcClient(send, block)
         self.namespace = namespace if namespace is not None else _main_module().__dict__
         self.executor = Executor(self.namespace)
+        self.artifacts = Artifacts(send, self.config)
+        self.files = FileReceiver(send)
         context.kernel = self
         self._install_api()
 
     def handle(self, frame):
-        """Takes a host frame that needs no execution (rpc_result); returns False for anything else."""
+        """Takes a host frame that needs no execution (rpc_result, file); returns False for anything else."""
         if frame.get("type") == "rpc_result":
             self.rpc.resolve(frame)
+            return True
+        if frame.get("type") == "file":
+            self.files.handle(frame)
             return True
         return False
 
@@ -47,6 +54,10 @@ class Kernel:
     async def run_async(self, code):
         """Runs a cell inside the running event loop (Pyodide path)."""
         return await self.executor.run_async(code)
+
+    def collect_artifacts(self, execution_id):
+        """Sends the run's new and changed artifacts; call after the code ran and before the done frame."""
+        self.artifacts.collect(execution_id)
 
     def done_frame(self, execution_id, outcome, *, timed_out_after=None, dropped=None):
         """The `done` frame for an outcome; `timed_out_after` (seconds) turns an error into a timeout."""

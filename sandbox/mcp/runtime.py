@@ -91,6 +91,12 @@ def list_loaded_server_metadata():
     return tuple(metadata)
 
 
+def save_artifact(name, data):
+    """Saves `data` (bytes or str) as artifact `name` (a path under /workspace/artifacts, no hidden parts):
+    the result of this run lists it, and the client can read it. Returns its path in the sandbox."""
+    return context.current().artifacts.save(name, data)
+
+
 def capability_summary():
     """One paragraph on what this sandbox offers and how to use it."""
     names = [server["name"] for server in _servers()]

@@ -90,6 +90,8 @@ export interface RuntimePlugin {
    * "copy" leaves them to the session, which copies the files in over the channel. Unset: no mounts.
    */
   readonly mountMode?: "bind" | "copy";
+  /** Why this runtime cannot mount `mount` safely, or undefined when it can (start() refuses the same). */
+  mountProblem?(mount: SandboxMount): string | undefined;
   /** Whether the runtime works here; never throws. */
   detect(): Promise<RuntimeDetection>;
   /** Starts one sandbox. Rejects with a clear error when the runtime cannot start it. */

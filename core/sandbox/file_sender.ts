@@ -14,6 +14,8 @@ export interface SandboxFile {
   data: Uint8Array;
   /** Make it read-only in the sandbox. */
   readOnly?: boolean;
+  /** A folder (no data): made, and sealed when read-only; sent after the files in it. */
+  directory?: boolean;
 }
 
 /** Raw bytes per file frame (about 5.6 MB as base64, well under the 16 MiB frame cap). */
@@ -44,6 +46,20 @@ export class FileSender {
     answered.catch(() => {});
     try {
       const { data } = file;
+      if (file.directory) {
+        const ro = file.readOnly ? { read_only: true } : {};
+        await this.#send({
+          type: "file",
+          id,
+          path: file.path,
+          offset: 0,
+          data: "",
+          end: true,
+          dir: true,
+          ...ro,
+        });
+        return await answered;
+      }
       for (let offset = 0; offset < data.length || offset === 0; offset += FILE_CHUNK_BYTES) {
         const piece = data.subarray(offset, offset + FILE_CHUNK_BYTES);
         const end = offset + FILE_CHUNK_BYTES >= data.length;

@@ -1,8 +1,9 @@
 /**
  * Mounts for runtimes that cannot bind-mount (Pyodide): the files of each mounted host folder, read here
- * and copied into the sandbox over its channel, within a cap on the bytes copied in all. Only regular files
- * are copied; symlinks are not followed (one could point anywhere on the host), and FIFOs, sockets and
- * devices are skipped without being opened.
+ * and copied into the sandbox over its channel, within a cap on the bytes copied in all; a read-only
+ * mount's files and folders are made read-only there. Only regular files are copied; symlinks are not
+ * followed (one could point anywhere on the host), and FIFOs, sockets and devices are skipped without being
+ * opened.
  * @module
  */
 import { constants, lstat, open, readdir } from "node:fs/promises";
@@ -35,6 +36,13 @@ export async function copyMounts(mounts: SandboxMount[], capBytes: number): Prom
       skipped.push(`${posix.join(mount.target, rel)} (unreadable)`);
       return;
     }
+    // After its files, so a read-only folder is sealed once they are in; empty folders come along too.
+    const folder = {
+      path: posix.join(mount.target, rel),
+      data: new Uint8Array(0),
+      readOnly: mount.readOnly,
+      directory: true,
+    };
     for (const name of names) {
       const relPath = rel ? `${rel}/${name}` : name;
       const target = posix.join(mount.target, relPath);
@@ -56,6 +64,7 @@ export async function copyMounts(mounts: SandboxMount[], capBytes: number): Prom
         files.push({ path: target, data, readOnly: mount.readOnly });
       }
     }
+    files.push(folder);
   };
   for (const mount of mounts) await walk(mount, "");
   const notes: string[] = [];

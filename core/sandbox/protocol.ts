@@ -7,7 +7,8 @@
  *   {type:"execute", id, code, timeout}      run code; timeout in seconds
  *   {type:"rpc_result", id, ok, value?, error?: {type, message}}
  *   {type:"interrupt", id}                 stop execution `id` as its timeout would (the client cancelled)
- *   {type:"file", id, path, offset, data, end, read_only?}   put a file into the sandbox, in base64 pieces
+ *   {type:"file", id, path, offset, data, end, read_only?, dir?}   put a file (or folder) into the sandbox,
+ *                                            in base64 pieces
  *   {type:"shutdown"}
  *
  * Sandbox -> host
@@ -116,6 +117,8 @@ export type HostFrame =
     data: string;
     end: boolean;
     read_only?: boolean;
+    /** Make a folder at `path` instead (after the files in it, so read_only can seal it). */
+    dir?: boolean;
   }
   | { type: "shutdown" };
 

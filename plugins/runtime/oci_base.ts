@@ -461,6 +461,7 @@ export function ociRuntime(
   return {
     name: engine,
     ...(engine === "nerdctl" ? {} : { mountMode: "bind" as const }),
+    mountProblem: (mount) => mountProblem(engine, mount),
     detect,
     start,
     listManaged,

@@ -1,5 +1,6 @@
 """Files the host puts into the sandbox before a run (`codemode run --file`, mounts under Pyodide): `file`
-frames carry base64 pieces in order; the last one closes the file and a `file_done` frame answers."""
+frames carry base64 pieces in order; the last one closes the file and a `file_done` frame answers. A frame
+with `dir` makes a folder instead (sent after the folder's files, so a read-only folder can be sealed)."""
 import base64
 import os
 import posixpath
@@ -18,6 +19,13 @@ class FileReceiver:
         file_id = str(frame.get("id"))
         entry = self._open.get(file_id)
         try:
+            if frame.get("dir"):
+                path = _target(frame.get("path"))
+                os.makedirs(path, exist_ok=True)
+                if frame.get("read_only"):
+                    os.chmod(path, 0o555)
+                self._send({"type": "file_done", "id": file_id, "ok": True})
+                return
             if entry is None:
                 if frame.get("offset"):
                     raise ValueError("the first piece of a file must start at offset 0")

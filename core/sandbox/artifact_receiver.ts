@@ -29,8 +29,6 @@ export const ARTIFACTS_DIR = "/workspace/artifacts";
 
 /** Most notes about artifacts one result carries; the rest are counted in a last note. */
 const MAX_NOTES = 20;
-/** Most files arriving at once (the sandbox sends one at a time; more is a forgery). */
-const MAX_OPEN = 4;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 const SKIPPED: Record<(typeof ARTIFACT_SKIP_REASONS)[number], string> = {
@@ -73,7 +71,10 @@ export class ArtifactReceiver {
     let incoming = this.#open.get(path);
     if (!incoming) {
       if (frame.offset !== 0) return this.#refuse(path, "was dropped: its pieces came out of order", true);
-      if (this.#open.size >= MAX_OPEN) return this.#refuse(path, "was dropped: too many files at once", true);
+      // The sandbox sends one file at a time: one that begins ends any other left unfinished.
+      for (const [other, unfinished] of this.#open) {
+        await this.#drop(other, unfinished, "was dropped: another file began before it had fully arrived", true);
+      }
       if (this.#files >= this.#maxFiles) {
         return this.#refuse(path, `was left out: at most ${this.#maxFiles} artifacts are collected per run`);
       }

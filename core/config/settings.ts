@@ -232,7 +232,7 @@ const SPEC = {
     aliases: [],
     parse: mountList().optional(),
     fallback: undefined,
-    doc: "Host folders the sandbox sees: comma-separated HOST:SANDBOX[:ro|rw], read-only unless rw (see " +
+    doc: "Host folders the sandbox sees: comma-separated HOST:SANDBOX (read-only) or HOST:SANDBOX:rw (see " +
       "docs/files.md)",
   },
   maxArtifact: {

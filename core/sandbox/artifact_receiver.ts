@@ -73,7 +73,12 @@ export class ArtifactReceiver {
       if (frame.offset !== 0) return this.#refuse(path, "was dropped: its pieces came out of order", true);
       // The sandbox sends one file at a time: one that begins ends any other left unfinished.
       for (const [other, unfinished] of this.#open) {
-        await this.#drop(other, unfinished, "was dropped: another file began before it had fully arrived", true);
+        await this.#drop(
+          other,
+          unfinished,
+          "was dropped: another file began before it had fully arrived",
+          true,
+        );
       }
       if (this.#files >= this.#maxFiles) {
         return this.#refuse(path, `was left out: at most ${this.#maxFiles} artifacts are collected per run`);

@@ -23,6 +23,8 @@ export interface Execution {
   stderr: string;
   outputs: Extract<Frame, { type: "output" }>[];
   rpcs: RpcFrame[];
+  /** Artifact pieces and skip notices, in order. */
+  artifacts: Extract<Frame, { type: "artifact" | "artifact_skipped" }>[];
 }
 
 /** Default config: one server whose name needs aliasing. */
@@ -99,7 +101,7 @@ export class LocalPython {
   ): Promise<Execution> {
     const id = `e${++this.#ids}`;
     this.send({ type: "execute", id, code, timeout: options.timeout ?? 10 });
-    const result: Omit<Execution, "done"> = { stdout: "", stderr: "", outputs: [], rpcs: [] };
+    const result: Omit<Execution, "done"> = { stdout: "", stderr: "", outputs: [], rpcs: [], artifacts: [] };
     while (true) {
       const frame = await this.next();
       if (frame.type === "output") {
@@ -111,6 +113,8 @@ export class LocalPython {
           ? await options.answer(frame)
           : { error: { type: "RuntimeError", message: `No answer for ${frame.method}` } };
         this.answer(frame, answer);
+      } else if (frame.type === "artifact" || frame.type === "artifact_skipped") {
+        result.artifacts.push(frame);
       } else if (frame.type === "done") {
         if (frame.id !== id) throw new Error(`Done frame for ${frame.id}, expected ${id}`);
         return { done: frame, ...result };

@@ -29,7 +29,6 @@ export const ARTIFACTS_DIR = "/workspace/artifacts";
 
 /** Most notes about artifacts one result carries; the rest are counted in a last note. */
 const MAX_NOTES = 20;
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 const SKIPPED: Record<(typeof ARTIFACT_SKIP_REASONS)[number], string> = {
   too_large: "", // worded from the cap, below
@@ -95,10 +94,9 @@ export class ArtifactReceiver {
     if (frame.offset !== incoming.size) {
       return this.#drop(path, incoming, "was dropped: its pieces came out of order", true);
     }
-    if (frame.data.length % 4 !== 0 || !BASE64.test(frame.data)) {
-      return this.#drop(path, incoming, "was dropped: a piece was not valid base64", true);
-    }
-    const refusal = await incoming.write(Buffer.from(frame.data, "base64")).catch((error: Error) => ({
+    const bytes = strictBase64(frame.data);
+    if (!bytes) return this.#drop(path, incoming, "was dropped: a piece was not valid base64", true);
+    const refusal = await incoming.write(bytes).catch((error: Error) => ({
       reason: "failed" as const,
       note: `the host could not keep it: ${error.message}`,
     }));
@@ -161,6 +159,18 @@ export function withArtifacts(result: RunResult, received: ReceivedArtifacts | u
     ...(received.links.length ? { artifacts: received.links } : {}),
     notes: [...(result.notes ?? []), ...received.notes],
   };
+}
+
+/**
+ * Decodes padded base64 (standard or URL-safe alphabet), or undefined when `text` is anything else.
+ * Node's decoder skips characters it does not know and stops at padding, so any such text decodes short:
+ * comparing lengths catches it without a pass of a regular expression over megabytes.
+ */
+export function strictBase64(text: string): Uint8Array | undefined {
+  if (text.length % 4 !== 0) return undefined;
+  const padding = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
+  const bytes = Buffer.from(text, "base64");
+  return bytes.length === (text.length / 4) * 3 - padding ? bytes : undefined;
 }
 
 function leftOut(refusal: Refusal): string {

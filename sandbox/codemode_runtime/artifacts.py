@@ -7,9 +7,11 @@ announced with an `artifact_skipped` frame, once per version, so the result can 
 followed: the last component is opened with O_NOFOLLOW after an lstat, and folders are walked with lstat.
 The host checks every path and byte again; this side only keeps honest runs from wasting the channel.
 """
-import base64
+import binascii
 import os
 import stat
+
+from .frames import Ascii
 
 DEFAULT_DIR = "/workspace/artifacts"
 CHUNK_BYTES = 4 * 1024 * 1024
@@ -165,7 +167,7 @@ class Artifacts:
             while True:
                 chunk = os.read(fd, min(CHUNK_BYTES, size - offset)) if offset < size else b""
                 end = len(chunk) == 0 or offset + len(chunk) >= size
-                frame = {**base, "offset": offset, "data": base64.b64encode(chunk).decode("ascii")}
+                frame = {**base, "offset": offset, "data": Ascii(binascii.b2a_base64(chunk, newline=False))}
                 offset += len(chunk)
                 if end:
                     frame["end"] = True

@@ -110,7 +110,9 @@ def capability_summary():
         "`from mcp.servers.<alias> import <tool>`. Discover before calling: `from mcp import runtime`, then "
         "runtime.discovered_servers(), await runtime.search_tool_docs(query, limit=5), await "
         "runtime.query_tool_docs(server, tool=None, detail='summary'|'full'), dir(mcp_<alias>) and "
-        "help(mcp_<alias>.<tool>). A failing tool raises ToolError; raw=True returns the whole MCP result."
+        "help(mcp_<alias>.<tool>). A failing tool raises ToolError; raw=True returns the whole MCP result. "
+        "Files written to /workspace/artifacts (or runtime.save_artifact(name, data)) are sent to the client "
+        "after the run."
     )
 
 

@@ -27,7 +27,9 @@ import { pyodide } from "../../plugins/runtime/pyodide.ts";
 import type { RuntimePlugin } from "../../core/contracts/runtime.ts";
 import { processFolderName } from "../../core/artifacts/stores.ts";
 import { fakeHome, ROOT, serve, type Served } from "./_serve.ts";
-import { TEST_IMAGE } from "./_harness.ts";
+import { assertNoLeftovers, sessions, TEST_IMAGE } from "./_harness.ts";
+import { ArtifactStores } from "../../core/artifacts/stores.ts";
+import { bootstrapFrame } from "../../sandbox/source.ts";
 
 /** A resource_link item of a run_python result. */
 interface Link {
@@ -322,6 +324,80 @@ Deno.test({
       assert.equal((await readBytes(a.client, ra.links[0].uri)).text, "from a", "b's end left a's alone");
     } finally {
       await Promise.allSettled([a.close(), b.close()]);
+    }
+  },
+});
+
+const rootlessUser = process.env.CODEMODE_ROOTLESS_USER ?? "codemode-rootless";
+const rootless = podman({ command: ["runuser", "-u", rootlessUser, "--", "podman"] });
+const rootlessDetection = await rootless.detect();
+const rootlessUsable = rootlessDetection.available && Boolean(rootlessDetection.rootless) &&
+  await rootless.imageExists(TEST_IMAGE);
+if (!rootlessUsable) console.warn(`IGNORED rootless podman files test: not usable for ${rootlessUser}`);
+
+Deno.test({
+  name:
+    "rootless podman: mounts get nodev, nosuid and noexec, read-only holds, rw writes; artifacts come back",
+  ignore: !rootlessUsable,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const { ro, rw } = mountFixture();
+    const stores = new ArtifactStores(mkdtempSync(join(tmpdir(), "codemode-rootless-state-")), {
+      maxFile: 1e8,
+      maxTotal: 1e8,
+    });
+    const store = stores.open();
+    const manager = sessions(rootless, {
+      mounts: [{ host: ro, target: "/data/in", readOnly: true }, {
+        host: rw,
+        target: "/data/out",
+        readOnly: false,
+      }],
+      bootstrap: () =>
+        bootstrapFrame({
+          max_output: 1024 * 1024,
+          servers: [],
+          artifacts: { dir: "/workspace/artifacts", max_file: 1e8, max_files: 100 },
+        }),
+    });
+    try {
+      const r = await manager.run(
+        "rootless",
+        `
+import errno, json, subprocess
+def attempt(fn):
+    try:
+        fn()
+        return "allowed"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+flags = {l.split()[4]: l.split()[5] for l in open("/proc/self/mountinfo") if " /data/" in l}
+open("/data/out/from-rootless.txt", "w").write("rw works")
+open("/workspace/artifacts/result.txt", "w").write(open("/data/in/sales.csv").read())
+print(json.dumps([flags, attempt(lambda: open("/data/in/x", "w")), attempt(lambda: subprocess.run(["/data/in/tool"]))]))`,
+        {
+          timeout: 60,
+          artifacts: store,
+        },
+      );
+      assert.equal(r.status, "ok", r.error);
+      const [flags, write, exec] = JSON.parse(r.stdout);
+      for (const target of ["/data/in", "/data/out"]) {
+        for (const opt of ["nodev", "nosuid", "noexec"]) {
+          assert.ok(flags[target].includes(opt), `${target}: ${flags[target]}`);
+        }
+      }
+      assert.ok(flags["/data/in"].startsWith("ro"));
+      assert.notEqual(write, "allowed");
+      assert.equal(exec, "EACCES");
+      assert.equal(readFileSync(join(rw, "from-rootless.txt"), "utf8"), "rw works");
+      assert.deepEqual(r.artifacts?.map((a) => a.name), ["result.txt"]);
+      assert.equal(new TextDecoder().decode(await store.read("result.txt")), "month,total\njan,10\nfeb,32\n");
+    } finally {
+      await manager.closeAll();
+      await stores.closeAll();
+      await assertNoLeftovers(rootless);
     }
   },
 });

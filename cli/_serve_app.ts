@@ -16,6 +16,9 @@ export async function startServeApp(): Promise<Codemode> {
   void app.sessions.reapLeftovers().catch((e) =>
     log.warn("could not reap leftover sandboxes", { error: String(e) })
   );
+  void app.artifacts.reapLeftovers().catch((e) =>
+    log.warn("could not remove leftover artifacts", { error: String(e) })
+  );
   void app.runtime().catch((e) => log.warn("no sandbox runtime yet", { error: String(e) }));
   return app;
 }

@@ -167,6 +167,17 @@ export function renderReport(report: DoctorReport, c: Colors): string {
 
   section("Policy", renderPolicy(report, c));
 
+  section(
+    "Mounts",
+    report.mounts.length
+      ? table(
+        ["", "host folder", "sandbox path", "mode", "how"],
+        report.mounts.map((m) => [mark(m.status, c), m.host, m.target, m.mode, m.how]),
+        c,
+      )
+      : c.dim("No host folders are mounted (CODEMODE_MOUNTS, or mounts: in the config file)"),
+  );
+
   const problems = report.findings.filter((f) => f.status !== "ok" && f.status !== "info");
   if (problems.length === 0) {
     out.push(`${mark("ok", c)} Everything works`);

@@ -36,6 +36,12 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
     .option("--servers <list>", "comma-separated MCP servers to start first")
     .option("--timeout <seconds>", "timeout in seconds")
     .addOption(new Option("--output <format>", "result format").choices(["compact", "toon", "json"]))
+    .option(
+      "--file <host[:sandbox]>",
+      "put a host file into the sandbox first (default /workspace/<name>); repeatable",
+      (value: string, list: string[] = []) => [...list, value],
+    )
+    .option("--artifacts <dir>", "write the run's artifacts (files left in /workspace/artifacts) to DIR")
     .action(async (file, opts) => setExit(await (await import("./run.ts")).runFile(file, opts)));
 
   program.command("search")

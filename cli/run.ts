@@ -1,10 +1,13 @@
 /**
  * `codemode run <file|->`: runs one Python program in the same sandbox, with the same MCP proxies, as
  * `run_python`, for CI scripts. The program's stdout and stderr stream to ours as they come; the final
- * result (value, error, notes) goes to stderr. Exit code: 0 ok, 1 raised, 124 timeout, 2 usage error.
+ * result (value, error, notes) goes to stderr. `--file` puts host files into the sandbox first (over the
+ * channel); `--artifacts DIR` writes the run's artifacts to DIR. Exit code: 0 ok, 1 raised, 124 timeout,
+ * 2 usage error.
  * @module
  */
 import { readFile } from "node:fs/promises";
+import { type FileSpec, parseFileSpecs, readFileSpecs, saveArtifacts } from "./_run_files.ts";
 import type { RunResult } from "../core/contracts/output.ts";
 import { loadSettings, SettingsError } from "../core/config/settings.ts";
 import type { OutputPlugin } from "../core/contracts/output.ts";
@@ -15,6 +18,10 @@ export interface RunOptions {
   servers?: string;
   timeout?: string;
   output?: string;
+  /** `HOST[:SANDBOX]` files to put into the sandbox before the run. */
+  file?: string[];
+  /** Folder the run's artifacts are written to. */
+  artifacts?: string;
 }
 
 /** Exit codes of `codemode run`. */
@@ -41,6 +48,14 @@ export async function runFile(file: string, options: RunOptions = {}): Promise<n
       ? "no such file"
       : (error as Error).message;
     return usage(`cannot read "${file}": ${reason}`);
+  }
+  const specs = parseFileSpecs(options.file ?? []);
+  if (typeof specs === "string") return usage(specs);
+  let files: Awaited<ReturnType<typeof readFileSpecs>>;
+  try {
+    files = await readFileSpecs(specs as FileSpec[]);
+  } catch (error) {
+    return usage((error as Error).message);
   }
   let settings;
   try {
@@ -77,10 +92,17 @@ export async function runFile(file: string, options: RunOptions = {}): Promise<n
       seconds = settings.maxTimeout;
     }
     let result: RunResult;
+    const store = app.artifactStore(SESSION_KEY);
     try {
+      if (files.length) {
+        await app.sessions.putFiles(SESSION_KEY, files).catch((error: Error) => {
+          throw new Error(`cannot put the --file files into the sandbox: ${error.message}`);
+        });
+      }
       result = await app.sessions.run(SESSION_KEY, code, {
         timeout: seconds,
         onOutput: (stream, text) => process[stream].write(text),
+        artifacts: store,
       });
     } catch (error) {
       process.stderr.write(
@@ -89,6 +111,24 @@ export async function runFile(file: string, options: RunOptions = {}): Promise<n
       return EXIT.raised;
     }
     if (notes.length) result = { ...result, notes: [...notes, ...result.notes ?? []] };
+    if (result.artifacts?.length) {
+      const kept = options.artifacts
+        ? await saveArtifacts(store, result.artifacts, options.artifacts)
+        : undefined;
+      if (typeof kept === "string") {
+        process.stderr.write(`codemode run: ${kept}\n`);
+        return EXIT.raised;
+      }
+      // The store goes with this process: list where the files are now, or say how to keep them.
+      result = kept ? { ...result, artifacts: kept } : {
+        ...result,
+        artifacts: undefined,
+        notes: [
+          ...result.notes ?? [],
+          `${result.artifacts.length} artifact(s) made; pass --artifacts DIR to keep them`,
+        ],
+      };
+    }
     const summary = renderSummary(result, plugins.output(settings.output));
     if (summary) process.stderr.write(summary.endsWith("\n") ? summary : summary + "\n");
     return exitCode(result);

@@ -48,7 +48,8 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
       token,
       idleTimeout: app.settings.idleTimeout,
       open: (id) => app.mcpServer(id),
-      close: (id) => app.sessions.close(id),
+      close: (id) => app.closeSession(id),
+      artifacts: (id) => app.findArtifactStore(id),
     });
   } catch (error) {
     await app.close();

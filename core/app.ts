@@ -21,6 +21,9 @@ import { capabilityText } from "./serve/capabilities.ts";
 import { type Policy, policyOf } from "./config/policy.ts";
 import { log } from "./observe/log.ts";
 import { StatsPublisher } from "./observe/stats_file.ts";
+import { ArtifactStores } from "./artifacts/stores.ts";
+import type { ArtifactStore } from "./artifacts/store.ts";
+import { ARTIFACTS_DIR, MAX_ARTIFACTS_PER_RUN } from "./sandbox/artifact_receiver.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -51,6 +54,9 @@ export class Codemode {
   readonly pool: UpstreamPool;
   readonly catalog: ToolCatalog;
   readonly sessions: SessionManager;
+  /** Each session's artifacts, under the state dir. */
+  readonly artifacts: ArtifactStores;
+  #stores = new Map<string, ArtifactStore>();
   #options: CodemodeOptions;
   #runtime?: Promise<RuntimePlugin>;
   #stats?: StatsPublisher;
@@ -71,6 +77,10 @@ export class Codemode {
       stateDir: this.settings.stateDir,
     });
     const s = this.settings;
+    this.artifacts = new ArtifactStores(s.stateDir, {
+      maxFile: s.maxArtifact,
+      maxTotal: s.maxSessionArtifacts,
+    });
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
       image: s.image,
@@ -88,6 +98,8 @@ export class Codemode {
       idleTimeout: s.idleTimeout,
       maxSessions: s.maxSessions,
       maxRuns: s.maxRuns,
+      mounts: s.mounts,
+      mountCopyBytes: s.maxMountCopy,
     });
   }
 
@@ -123,7 +135,34 @@ export class Codemode {
         alias: pythonAlias(s.name),
         ...(s.description ? { description: s.description } : {}),
       })),
+      artifacts: {
+        dir: ARTIFACTS_DIR,
+        max_file: this.settings.maxArtifact,
+        max_files: MAX_ARTIFACTS_PER_RUN,
+      },
     };
+  }
+
+  /** The artifact store of session `sessionKey`, made on first use. */
+  artifactStore(sessionKey: string): ArtifactStore {
+    let store = this.#stores.get(sessionKey);
+    if (!store) {
+      store = this.artifacts.open();
+      this.#stores.set(sessionKey, store);
+    }
+    return store;
+  }
+
+  /** The artifact store of session `sessionKey`, if it has one. */
+  findArtifactStore(sessionKey: string): ArtifactStore | undefined {
+    return this.#stores.get(sessionKey);
+  }
+
+  /** Ends session `sessionKey`: stops its sandbox and deletes its artifacts. */
+  async closeSession(sessionKey: string): Promise<void> {
+    const store = this.#stores.get(sessionKey);
+    this.#stores.delete(sessionKey);
+    await Promise.allSettled([this.sessions.close(sessionKey), store && this.artifacts.close(store.id)]);
   }
 
   /**
@@ -145,6 +184,7 @@ export class Codemode {
       preload: (names) => this.preload(names),
       sessionKey,
       version: this.#options.version,
+      artifacts: this.artifactStore(sessionKey),
     });
   }
 
@@ -172,6 +212,7 @@ export class Codemode {
       this.pool.close(),
       this.catalog.close?.(),
       this.#stats?.stop(),
+      this.artifacts.closeAll(),
     ]);
   }
 

@@ -7,6 +7,7 @@
 import type { BootstrapConfig, HostFrame } from "../core/sandbox/protocol.ts";
 import bootstrap from "./bootstrap.py" with { type: "text" };
 import runtimeInit from "./codemode_runtime/__init__.py" with { type: "text" };
+import artifacts from "./codemode_runtime/artifacts.py" with { type: "text" };
 import capture from "./codemode_runtime/capture.py" with { type: "text" };
 import channel from "./codemode_runtime/channel.py" with { type: "text" };
 import context from "./codemode_runtime/context.py" with { type: "text" };
@@ -14,6 +15,7 @@ import display from "./codemode_runtime/display.py" with { type: "text" };
 import embedded from "./codemode_runtime/embedded.py" with { type: "text" };
 import executor from "./codemode_runtime/executor.py" with { type: "text" };
 import figures from "./codemode_runtime/figures.py" with { type: "text" };
+import files from "./codemode_runtime/files.py" with { type: "text" };
 import frames from "./codemode_runtime/frames.py" with { type: "text" };
 import kernel from "./codemode_runtime/kernel.py" with { type: "text" };
 import mplBackend from "./codemode_runtime/mpl_backend.py" with { type: "text" };
@@ -35,6 +37,7 @@ export const BOOTSTRAP_SOURCE: string = bootstrap;
 /** Every sandbox module by dotted name. */
 export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime": runtimeInit,
+  "codemode_runtime.artifacts": artifacts,
   "codemode_runtime.capture": capture,
   "codemode_runtime.channel": channel,
   "codemode_runtime.context": context,
@@ -42,6 +45,7 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime.embedded": embedded,
   "codemode_runtime.executor": executor,
   "codemode_runtime.figures": figures,
+  "codemode_runtime.files": files,
   "codemode_runtime.frames": frames,
   "codemode_runtime.kernel": kernel,
   "codemode_runtime.mpl_backend": mplBackend,

@@ -151,6 +151,8 @@ export interface ServeOptions {
   /** The command that serves; default: codemode from source through node_modules' deno. */
   command?: string[];
   env?: Record<string, string>;
+  /** Largest message the client reads (the SDK's stdio default is 10 MiB). */
+  maxBufferSize?: number;
 }
 
 /** A `codemode serve` under the SDK client. */
@@ -186,6 +188,7 @@ export async function startServe(options: ServeOptions): Promise<Served> {
       ...options.env,
     },
     stderr: "pipe",
+    ...(options.maxBufferSize ? { maxBufferSize: options.maxBufferSize } : {}),
   });
   let stderr = "";
   const selected = new Set<() => void>();

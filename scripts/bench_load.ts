@@ -41,7 +41,8 @@ function expected(client: number, run: number): string {
   return `('Echo: c${client}-r${run}', 'The sum of ${client} and ${run} is ${client + run}.')`;
 }
 
-interface HttpServe {
+/** A `codemode serve --http` started by a benchmark. */
+export interface HttpServe {
   pid: number;
   url: string;
   stderr(): string;
@@ -49,7 +50,7 @@ interface HttpServe {
 }
 
 /** Starts `codemode serve --http --port 0` in `home`; resolves once the runtime is chosen. */
-async function startHttpServe(home: string): Promise<HttpServe> {
+export async function startHttpServe(home: string): Promise<HttpServe> {
   const [command, ...args] = sourceCommand();
   const child = spawn(command, [...args, "serve", "--http", "--port", "0"], {
     cwd: home,

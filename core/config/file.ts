@@ -33,11 +33,16 @@ const NAMES = ["yaml", "yml", "json"];
 /** Where codemode looks for its config file, best first. */
 export function configCandidates(env: Record<string, string | undefined>, cwd: string): string[] {
   if (env.CODEMODE_CONFIG) return [resolve(cwd, env.CODEMODE_CONFIG)];
-  const userDir = join(env.XDG_CONFIG_HOME || join(env.HOME || homedir(), ".config"), "codemode");
+  const userDir = userConfigDir(env);
   return [
     ...NAMES.map((ext) => join(cwd, `codemode.${ext}`)),
     ...NAMES.map((ext) => join(userDir, `config.${ext}`)),
   ];
+}
+
+/** codemode's own config directory: `$XDG_CONFIG_HOME/codemode`, else `~/.config/codemode`. */
+export function userConfigDir(env: Record<string, string | undefined>): string {
+  return join(env.XDG_CONFIG_HOME || join(env.HOME || homedir(), ".config"), "codemode");
 }
 
 /**

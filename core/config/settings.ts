@@ -5,9 +5,10 @@
  */
 import * as z from "zod";
 import { homedir } from "node:os";
-import { join } from "node:path";
-import { type ConfigFile, ConfigFileError, readConfigFile } from "./file.ts";
+import { dirname, join } from "node:path";
+import { type ConfigFile, ConfigFileError, readConfigFile, userConfigDir } from "./file.ts";
 import { globList } from "./globs.ts";
+import { mountList, type MountSpec, resolveMounts } from "./mounts.ts";
 
 /** Accepts "30", "30s", "1.5s", "500ms", "2m" and returns seconds. */
 function seconds(what: string) {
@@ -234,6 +235,36 @@ const SPEC = {
     doc: "Cap on the bytes of one run's displays (plots, images, tables); displays beyond it are dropped " +
       "and the result says which",
   },
+  // Files in and out (docs/files.md).
+  mounts: {
+    env: "CODEMODE_MOUNTS",
+    aliases: [],
+    parse: mountList().optional(),
+    fallback: undefined,
+    doc: "Host folders the sandbox sees: comma-separated HOST:SANDBOX (read-only) or HOST:SANDBOX:rw (see " +
+      "docs/files.md)",
+  },
+  maxArtifact: {
+    env: "CODEMODE_MAX_ARTIFACT",
+    aliases: [],
+    parse: bytes,
+    fallback: "50m",
+    doc: "Cap on one artifact file; a bigger one is left out and the result's note names it",
+  },
+  maxSessionArtifacts: {
+    env: "CODEMODE_MAX_SESSION_ARTIFACTS",
+    aliases: [],
+    parse: bytes,
+    fallback: "256m",
+    doc: "Cap on all artifacts one session keeps on the host; files past it are left out and named",
+  },
+  maxMountCopy: {
+    env: "CODEMODE_MAX_MOUNT_COPY",
+    aliases: [],
+    parse: bytes,
+    fallback: "64m",
+    doc: "Under Pyodide, mounts are copied into its memory file system up to this many bytes in all",
+  },
 } as const;
 
 type Spec = typeof SPEC;
@@ -353,6 +384,30 @@ export function resolveSettings(
   out.stateDir ??= env.XDG_STATE_HOME
     ? join(env.XDG_STATE_HOME, "codemode")
     : join(env.HOME || homedir(), ".local", "state", "codemode");
+  if (out.mounts) {
+    // Checked on the host's file system once the state directory is known.
+    const source = sources.mounts!;
+    const inFile = source === file?.path ? fromFile.get("mounts") : undefined;
+    const resolved = resolveMounts(out.mounts as MountSpec[], {
+      home: env.HOME || homedir(),
+      stateDir: out.stateDir as string,
+      configDir: userConfigDir(env),
+      base: inFile ? dirname(source) : process.cwd(),
+    });
+    if (typeof resolved === "string") {
+      problems.push({
+        key: "mounts",
+        source,
+        message: inFile
+          ? `Invalid ${inFile.as}="${inFile.raw}" in "${source}": ${resolved}`
+          : `Invalid ${source}="${env[source]}": ${resolved}`,
+      });
+      out.mounts = undefined;
+      delete sources.mounts;
+    } else {
+      out.mounts = resolved;
+    }
+  }
   out.sources = sources;
   return { settings: out as Settings, problems };
 }

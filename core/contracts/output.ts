@@ -23,6 +23,8 @@ export interface RunResult {
   sessionLost?: boolean;
   /** What the run displayed (display(), plots, rich last values), in order; dropped ones included. */
   displays?: Display[];
+  /** Files the run left under /workspace/artifacts that are new or changed, as the host keeps them. */
+  artifacts?: ArtifactLink[];
 }
 
 /** One display of a run: an image, or text (a table, markdown, HTML, SVG source). */
@@ -38,6 +40,17 @@ export interface Display {
   offset: number;
   /** Left out: over the run's display cap (CODEMODE_MAX_DISPLAY). */
   dropped?: boolean;
+}
+
+/** One artifact as a result lists it: an MCP `resource_link` without its `type`. */
+export interface ArtifactLink {
+  /** `codemode://artifacts/<session>/<path>`: readable with `resources/read` in the same session. */
+  uri: string;
+  /** The path under /workspace/artifacts. */
+  name: string;
+  mimeType: string;
+  /** Bytes. */
+  size: number;
 }
 
 /** What an output plugin produces: the text content and the mirrored structuredContent. */

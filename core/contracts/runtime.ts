@@ -40,6 +40,17 @@ export interface SandboxStartOptions {
   limits: SandboxLimits;
   /** Labels that mark the sandbox as ours and name its owner, so a later start can reap leftovers. */
   labels: Record<string, string>;
+  /** Host folders the sandbox sees (validated by the config; see docs/files.md). */
+  mounts?: SandboxMount[];
+}
+
+/** A host folder mounted into the sandbox. */
+export interface SandboxMount {
+  /** The host folder: absolute, symlinks resolved. */
+  host: string;
+  /** Where the sandbox sees it (under /data, /mnt or /workspace). */
+  target: string;
+  readOnly: boolean;
 }
 
 /**
@@ -74,6 +85,13 @@ export interface ManagedSandbox {
 /** A runtime plugin: podman, docker, nerdctl, pyodide. */
 export interface RuntimePlugin {
   readonly name: string;
+  /**
+   * How the runtime brings `mounts` in: "bind" mounts them (nodev, nosuid, noexec) when it starts a sandbox;
+   * "copy" leaves them to the session, which copies the files in over the channel. Unset: no mounts.
+   */
+  readonly mountMode?: "bind" | "copy";
+  /** Why this runtime cannot mount `mount` safely, or undefined when it can (start() refuses the same). */
+  mountProblem?(mount: SandboxMount): string | undefined;
   /** Whether the runtime works here; never throws. */
   detect(): Promise<RuntimeDetection>;
   /** Starts one sandbox. Rejects with a clear error when the runtime cannot start it. */

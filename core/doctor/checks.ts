@@ -20,9 +20,11 @@ import {
 } from "./config.ts";
 import { checkRuntime, type RuntimeCheck, type RuntimeCheckOptions } from "./runtime.ts";
 import type { CheckStatus, Finding } from "./finding.ts";
+import { checkMounts, type MountCheck, mountFindings } from "./mounts.ts";
 
 export type { CheckStatus, Finding } from "./finding.ts";
 export type { RuntimeCheck, SandboxProbe } from "./runtime.ts";
+export type { MountCheck } from "./mounts.ts";
 export {
   checkSettings,
   type ConfigFileCheck,
@@ -76,6 +78,8 @@ export interface DoctorReport {
   servers: ServerCheck[];
   settings: SettingCheck[];
   policy: PolicyCheck;
+  /** Host folders the sandbox sees, and how the runtime in use brings them in. */
+  mounts: MountCheck[];
   findings: Finding[];
 }
 
@@ -263,6 +267,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   ]);
   const { runtime, finding } = chooseRuntime(settings.runtime, runtimes);
   const configs = checkConfigs(input.discovery);
+  const mounts = checkMounts(settings.mounts ?? [], input.runtimes.find((r) => r.name === runtime));
   const findings: Finding[] = [
     ...(finding ? [finding] : []),
     ...runtimes.flatMap((r) =>
@@ -277,6 +282,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
       ? [{ status: configFile.status, subject: "config file", ...configFile.problem }]
       : []),
     ...keyProblems,
+    ...mountFindings(mounts),
     ...configs.flatMap((c) =>
       c.diagnostics.map((d) => ({
         status: d.severity === "error" ? "fail" as const : "warn" as const,
@@ -306,6 +312,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     servers,
     settings: settingChecks,
     policy,
+    mounts,
     findings,
   };
 }

@@ -85,7 +85,9 @@ export function checkSettings(
     return {
       key: doc.key,
       env: doc.env,
-      value: (settings as Record<string, unknown>)[doc.key],
+      value: doc.key === "mounts"
+        ? settings.mounts?.map((m) => `${m.host}:${m.target}:${m.readOnly ? "ro" : "rw"}`)
+        : (settings as Record<string, unknown>)[doc.key],
       source: problem?.source ?? source,
       doc: doc.doc,
       status: problem ? "fail" : "ok",

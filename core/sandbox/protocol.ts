@@ -7,6 +7,8 @@
  *   {type:"execute", id, code, timeout}      run code; timeout in seconds
  *   {type:"rpc_result", id, ok, value?, error?: {type, message}}
  *   {type:"interrupt", id}                 stop execution `id` as its timeout would (the client cancelled)
+ *   {type:"file", id, path, offset, data, end, read_only?, dir?}   put a file (or folder) into the sandbox,
+ *                                            in base64 pieces
  *   {type:"shutdown"}
  *
  * Sandbox -> host
@@ -17,6 +19,10 @@
  *   {type:"display", id, mime, size, text?, data?, more?, dropped?}   one display of the run (an image as
  *                                            base64, or text); `more`: the next display frame continues its
  *                                            data; `dropped`: left out in the sandbox, over the cap (no data)
+ *   {type:"artifact", id, path, offset, data, size?, end?}   a piece (base64) of a file from /workspace/artifacts,
+ *                                            sent after the run's code and before its done frame
+ *   {type:"artifact_skipped", id, path, reason, size?}   a file left out, so the result can name it
+ *   {type:"file_done", id, ok, error?}       a file frame's file is in place (or why not)
  *
  * The sandbox is untrusted: every frame it sends is parsed here, and anything that does not fit is
  * counted and dropped, never obeyed.
@@ -31,6 +37,17 @@ export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 export const BYTES_MARKER = "__codemode_bytes__";
 
 const id = z.union([z.string(), z.number()]);
+
+/** Why the sandbox left a file in /workspace/artifacts out (it says so, so the result can name it). */
+export const ARTIFACT_SKIP_REASONS = [
+  "too_large",
+  "hidden",
+  "symlink",
+  "not_regular",
+  "unreadable",
+  "too_many",
+  "bad_name",
+] as const;
 
 /** Frames the sandbox may send. */
 export const SandboxFrame = z.discriminatedUnion("type", [
@@ -65,6 +82,28 @@ export const SandboxFrame = z.discriminatedUnion("type", [
     more: z.boolean().optional(),
     dropped: z.boolean().optional(),
   }),
+  z.object({
+    type: z.literal("artifact"),
+    id,
+    path: z.string().max(4096),
+    offset: z.number().int().nonnegative(),
+    data: z.string(),
+    size: z.number().int().nonnegative().optional(),
+    end: z.boolean().optional(),
+  }),
+  z.object({
+    type: z.literal("artifact_skipped"),
+    id,
+    path: z.string().max(4096),
+    reason: z.enum(ARTIFACT_SKIP_REASONS),
+    size: z.number().int().nonnegative().optional(),
+  }),
+  z.object({
+    type: z.literal("file_done"),
+    id: z.string().max(100),
+    ok: z.boolean(),
+    error: z.string().max(4000).optional(),
+  }),
 ]);
 
 /** A validated frame from the sandbox. */
@@ -83,6 +122,17 @@ export type HostFrame =
   | { type: "rpc_result"; id: string | number; ok: true; value: unknown }
   | { type: "rpc_result"; id: string | number; ok: false; error: { type: string; message: string } }
   | { type: "interrupt"; id: string }
+  | {
+    type: "file";
+    id: string;
+    path: string;
+    offset: number;
+    data: string;
+    end: boolean;
+    read_only?: boolean;
+    /** Make a folder at `path` instead (after the files in it, so read_only can seal it). */
+    dir?: boolean;
+  }
   | { type: "shutdown" };
 
 /** What the sandbox runtime is told at start-up. */
@@ -95,4 +145,6 @@ export interface BootstrapConfig {
   servers: { name: string; alias: string; description?: string }[];
   /** The file descriptor of a direct duplex channel to use for frames instead of stdin/stdout. */
   channel_fd?: number;
+  /** Where runs leave artifacts and what the sandbox sends of them (the host enforces its caps again). */
+  artifacts?: { dir: string; max_file: number; max_files: number };
 }

@@ -15,6 +15,9 @@ import { DEFAULT_MAX_DISPLAY, DisplayCollector } from "./displays.ts";
 import { currentLogScope, log, type LogScope, withLogScope } from "../observe/log.ts";
 import { stats } from "../observe/stats.ts";
 import { nestingDepth } from "./tool_result.ts";
+import type { ArtifactStore } from "../artifacts/store.ts";
+import { ArtifactReceiver, MAX_ARTIFACTS_PER_RUN, withArtifacts } from "./artifact_receiver.ts";
+import { FileSender, type SandboxFile } from "./file_sender.ts";
 
 /** How a session is started and run. */
 export interface SandboxSessionOptions {
@@ -46,6 +49,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Tags the run's log lines and the upstream calls it makes. */
   requestId?: string;
+  /** Where the run's artifacts are kept; without one they are dropped. */
+  artifacts?: ArtifactStore;
 }
 
 interface ActiveRun {
@@ -60,12 +65,17 @@ interface ActiveRun {
   scope?: LogScope;
   requestId?: string;
   cancelled: boolean;
+  artifacts?: ArtifactReceiver;
+  /** Pushes the host's deadline back while artifacts arrive (within a fixed budget). */
+  extend?: () => void;
 }
 
 const encoder = new TextEncoder();
 /** Deepest value sent to the sandbox; CPython's json decoder gives up near its recursion limit (1000). */
 const MAX_VALUE_DEPTH = 500;
 const CANCELLED_BEFORE_START = "Cancelled by the client before the run started";
+/** How far past its timeout (plus grace) a run may go while its artifacts are still arriving. */
+const ARTIFACT_BUDGET_MS = 60_000;
 
 /** A persistent sandbox running the codemode Python runtime. */
 export class SandboxSession {
@@ -81,6 +91,7 @@ export class SandboxSession {
   #runs = 0;
   #launched = false;
   #exitCounted = false;
+  #files = new FileSender((frame) => this.#send(frame));
   /** Frames from the sandbox that were dropped as malformed or oversized. */
   malformedFrames = 0;
   /** Python version the sandbox reported. */
@@ -153,6 +164,16 @@ export class SandboxSession {
     return next;
   }
 
+  /** Puts files into the sandbox, between runs; rejects with the first file that could not be written. */
+  putFiles(files: SandboxFile[]): Promise<void> {
+    const next = this.#queue.then(async () => {
+      if (!this.#alive) throw new Error(`Sandbox "${this.name}" is not running`);
+      for (const file of files) await this.#files.put(file);
+    });
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+
   /** Asks the sandbox to exit, then makes sure it is gone; `reason` is what stats count the exit as. */
   async close(reason = "closed"): Promise<void> {
     this.#ended(reason);
@@ -193,13 +214,32 @@ export class SandboxSession {
       scope,
       requestId: options.requestId ?? scope?.requestId,
       cancelled: false,
+      ...(options.artifacts
+        ? {
+          artifacts: new ArtifactReceiver(options.artifacts, MAX_ARTIFACTS_PER_RUN, (why) =>
+            this.#malformed(why)),
+        }
+        : {}),
     };
     this.#run = run;
     const graceMs = this.#options.graceMs ?? 2000;
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const firstDeadline = performance.now() + timeoutSeconds * 1000 + graceMs;
+    let deadlineAt = firstDeadline;
     const deadline = new Promise<"deadline">((resolve) => {
-      timer = setTimeout(() => resolve("deadline"), timeoutSeconds * 1000 + graceMs);
+      // Re-armed rather than fired while artifacts arrive and keep pushing deadlineAt back.
+      const arm = () => {
+        const left = deadlineAt - performance.now();
+        timer = setTimeout(() => deadlineAt - performance.now() > 1 ? arm() : resolve("deadline"), left);
+      };
+      arm();
     });
+    run.extend = () => {
+      deadlineAt = Math.min(
+        Math.max(deadlineAt, performance.now() + graceMs),
+        firstDeadline + ARTIFACT_BUDGET_MS,
+      );
+    };
     // A cancel is the timeout's interrupt, early; a run that ignores it is killed after the same grace.
     let cancelTimer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
@@ -223,17 +263,18 @@ export class SandboxSession {
       if (outcome === "deadline" || outcome === "cancelled") {
         const result = runResult({ stopped: outcome }, record());
         await this.kill(outcome === "deadline" ? "timeout" : "cancelled");
-        return result;
+        return withArtifacts(result, await run.artifacts?.finish());
       }
       if (typeof outcome === "string") {
         const result = runResult({ exited: outcome }, record());
         await this.kill("crashed");
-        return result;
+        return withArtifacts(result, await run.artifacts?.finish());
       }
-      return runResult(outcome, record());
+      return withArtifacts(runResult(outcome, record()), await run.artifacts?.finish());
     } catch (error) {
       await this.kill("channel-failure");
-      return runResult({ channelFailed: (error as Error).message }, record());
+      const result = runResult({ channelFailed: (error as Error).message }, record());
+      return withArtifacts(result, await run.artifacts?.finish());
     } finally {
       clearTimeout(timer);
       clearTimeout(cancelTimer);
@@ -290,7 +331,9 @@ export class SandboxSession {
           this.#malformed("frame is not JSON");
           continue;
         }
-        this.#handle(parsed);
+        const pending = this.#handle(parsed);
+        // Artifact pieces are written before the next frame is read: the channel is the backpressure.
+        if (pending) await pending;
       }
     } catch (error) {
       log.debug("sandbox stdout ended with an error", { sandbox: this.name, error: String(error) });
@@ -310,7 +353,7 @@ export class SandboxSession {
     this.#send(reply).catch(() => {});
   }
 
-  #handle(frame: SandboxFrame): void {
+  #handle(frame: SandboxFrame): Promise<void> | void {
     const run = this.#run;
     switch (frame.type) {
       case "ready":
@@ -336,6 +379,18 @@ export class SandboxSession {
         return;
       case "rpc":
         void this.#serveRpc(frame, run);
+        return;
+      case "artifact":
+      case "artifact_skipped":
+        if (!run || frame.id !== run.id) {
+          return this.#malformed("artifact frame for a run that is not active");
+        }
+        if (frame.type === "artifact" && frame.data) run.extend?.();
+        return run.artifacts?.take(frame).catch((error) =>
+          log.warn("could not keep an artifact", { sandbox: this.name, error: String(error) })
+        );
+      case "file_done":
+        this.#files.done(frame);
         return;
     }
   }
@@ -429,6 +484,7 @@ export class SandboxSession {
     }
     for (const waiter of this.#exitWaiters) waiter(reason);
     this.#exitWaiters.clear();
+    this.#files.failAll(`the sandbox ended (${reason})`);
   }
 
   #exitReason(): Promise<string> {

@@ -5,7 +5,7 @@
  * @module
  */
 import { hostname } from "node:os";
-import type { RuntimePlugin, SandboxLimits } from "../contracts/runtime.ts";
+import type { RuntimePlugin, SandboxLimits, SandboxMount } from "../contracts/runtime.ts";
 import type { RunResult } from "../contracts/output.ts";
 import type { HostFrame } from "./protocol.ts";
 import type { RpcHandler } from "./rpc.ts";
@@ -14,6 +14,8 @@ import { RunSlots } from "./run_slots.ts";
 import { log } from "../observe/log.ts";
 import { processAlive } from "../process_alive.ts";
 import { stats } from "../observe/stats.ts";
+import type { SandboxFile } from "./file_sender.ts";
+import { copyMounts } from "./mount_copy.ts";
 
 export type { OutputListener, RunOptions } from "./session.ts";
 
@@ -60,6 +62,10 @@ export interface SessionManagerOptions {
   maxSessions?: number;
   /** Most runs executing at once across sessions; the others wait their turn within their timeout. */
   maxRuns?: number;
+  /** Host folders every sandbox sees. */
+  mounts?: SandboxMount[];
+  /** Bytes of mounted files copied in where the runtime cannot bind-mount (Pyodide). */
+  mountCopyBytes?: number;
 }
 
 interface Entry {
@@ -81,6 +87,8 @@ export class SessionManager {
   #runtime?: RuntimePlugin;
   readonly #slots: RunSlots;
   readonly #tag = Math.random().toString(36).slice(2, 8);
+  /** Notes from starting a session (mounted files left out), for its first run's result. */
+  #startNotes = new WeakMap<SandboxSession, string[]>();
 
   /** Creates a manager; no sandbox starts until the first run. */
   constructor(options: SessionManagerOptions) {
@@ -113,8 +121,11 @@ export class SessionManager {
     if (entry.idle) clearTimeout(entry.idle);
     try {
       const session = await entry.session;
-      const result = await this.#execute(session, code, options);
+      let result = await this.#execute(session, code, options);
       if (!session.alive) this.#drop(key, entry);
+      const notes = this.#startNotes.get(session);
+      this.#startNotes.delete(session);
+      if (notes?.length) result = { ...result, notes: [...notes, ...result.notes ?? []] };
       return result;
     } catch (error) {
       this.#drop(key, entry);
@@ -131,6 +142,13 @@ export class SessionManager {
     const entry = this.#entry(key);
     if (!entry) throw new Error(this.#fullMessage());
     await entry.session;
+  }
+
+  /** Puts files into the session for `key` (started if needed) before its next run. */
+  async putFiles(key: string, files: SandboxFile[]): Promise<void> {
+    const entry = this.#entry(key);
+    if (!entry) throw new Error(this.#fullMessage());
+    await (await entry.session).putFiles(files);
   }
 
   /** Stops the session for `key` (its client went away); a later run for `key` starts a fresh one. */
@@ -227,6 +245,7 @@ export class SessionManager {
         command: o.command,
         limits: o.limits,
         labels: ownerLabels(key),
+        ...(o.mounts?.length && runtime.mountMode === "bind" ? { mounts: o.mounts } : {}),
       },
       bootstrap: o.bootstrap(),
       rpc: o.rpc,
@@ -235,11 +254,39 @@ export class SessionManager {
       graceMs: (o.graceSeconds ?? 2) * 1000,
     });
     await session.start();
+    if (o.mounts?.length) await this.#mountByCopy(runtime, session);
     if (this.#closed) {
       await session.close("shutdown");
       throw new Error("codemode is shutting down");
     }
     return session;
+  }
+
+  /** Copies the mounts in where the runtime cannot bind-mount them; a runtime with no mounts is refused. */
+  async #mountByCopy(runtime: RuntimePlugin, session: SandboxSession): Promise<void> {
+    const mounts = this.#options.mounts ?? [];
+    if (runtime.mountMode === "bind") return;
+    if (runtime.mountMode !== "copy") {
+      await session.close("shutdown");
+      throw new Error(
+        `The ${runtime.name} runtime cannot mount host folders (${
+          mounts.map((m) => m.target).join(", ")
+        }): use podman, docker or pyodide, or remove CODEMODE_MOUNTS / the config file's mounts`,
+      );
+    }
+    const copy = await copyMounts(mounts, this.#options.mountCopyBytes ?? 64 * 2 ** 20);
+    try {
+      await session.putFiles(copy.files);
+    } catch (error) {
+      await session.close("shutdown");
+      throw new Error(`Cannot copy the mounted files into the sandbox: ${(error as Error).message}`);
+    }
+    log.info("copied mounts into the sandbox", {
+      sandbox: session.name,
+      files: copy.files.length,
+      bytes: copy.bytes,
+    });
+    if (copy.notes.length) this.#startNotes.set(session, copy.notes);
   }
 
   /** Under the session cap, or made so by stopping the least recently used idle session. */

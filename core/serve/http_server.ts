@@ -17,6 +17,7 @@ import {
 import { allowedHostsFor, guardRequest } from "./http_guard.ts";
 import { readBody, sendError, sendResponse, toWebRequest } from "./node_http_bridge.ts";
 import { log } from "../observe/log.ts";
+import { ARTIFACTS_PATH, serveArtifact, type StoreLookup } from "./artifact_http.ts";
 
 /** The path MCP is served on. */
 export const MCP_PATH = "/mcp";
@@ -37,6 +38,8 @@ export interface HttpServerOptions {
   open(sessionId: string): McpServer | Promise<McpServer>;
   /** Frees what a session held (its sandbox) once it has ended. */
   close(sessionId: string): Promise<void>;
+  /** The artifact store of a session, for `GET /artifacts/<session>/<path>`. */
+  artifacts?: StoreLookup;
 }
 
 interface Session {
@@ -109,7 +112,10 @@ export class McpHttpServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://localhost");
-    if (url.pathname !== MCP_PATH) return sendError(res, 404, `Not found: MCP is served at ${MCP_PATH}`);
+    const artifact = url.pathname.startsWith(ARTIFACTS_PATH);
+    if (url.pathname !== MCP_PATH && !artifact) {
+      return sendError(res, 404, `Not found: MCP is served at ${MCP_PATH}`);
+    }
     const refusal = guardRequest(
       { host: req.headers.host, origin: req.headers.origin, authorization: req.headers.authorization },
       { allowedHosts: this.#allowedHosts, token: this.#options.token },
@@ -117,6 +123,10 @@ export class McpHttpServer {
     if (refusal) {
       log.warn("refused HTTP request", { status: refusal.status, reason: refusal.message });
       return sendError(res, refusal.status, refusal.message, refusal.headers);
+    }
+    if (artifact) {
+      const lookup = (id: string) => this.#sessions.has(id) ? this.#options.artifacts?.(id) : undefined;
+      return await serveArtifact(req, res, url.pathname, lookup);
     }
     if (req.method !== "POST" && req.method !== "GET" && req.method !== "DELETE") {
       return sendError(res, 405, `Method "${req.method}" not allowed: use POST, GET or DELETE`, {

@@ -14,6 +14,8 @@ import type { RunOptions } from "../sandbox/session.ts";
 import { isLoggingLevel, logForwarder, progressStream } from "./run_notifications.ts";
 import { stats } from "../observe/stats.ts";
 import { resultContent } from "./display_content.ts";
+import type { ArtifactStore } from "../artifacts/store.ts";
+import { artifactLinks, registerArtifactResources } from "./artifact_resources.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -34,6 +36,8 @@ export interface McpServerOptions {
   /** Session key for this connection. */
   sessionKey: string;
   version: string;
+  /** The session's artifacts: kept from its runs, listed and read as resources. */
+  artifacts?: ArtifactStore;
 }
 
 /** URI of the capabilities resource. */
@@ -84,14 +88,16 @@ export function createMcpServer(options: McpServerOptions): McpServer {
             requestId,
             signal: ctx.mcpReq.signal,
             onOutput: progress?.output,
+            artifacts: options.artifacts,
           }));
         await progress?.flush();
       } finally {
         scope.ended = true;
       }
       const rendered = options.output.render(result);
+      if (result.artifacts?.length) server.sendResourceListChanged();
       return {
-        content: resultContent(result, rendered),
+        content: [...resultContent(result, rendered), ...artifactLinks(result)],
         structuredContent: rendered.structured,
         isError: result.status !== "ok",
       };
@@ -103,6 +109,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     { title: "codemode capabilities", description: "What run_python can do", mimeType: "text/markdown" },
     (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/markdown", text: options.capabilities() }] }),
   );
+  if (options.artifacts) registerArtifactResources(server, options.artifacts);
   server.registerResource(
     "stats",
     STATS_URI,

@@ -22,6 +22,7 @@ export function resultFields(result: RunResult): Record<string, unknown> {
       ...(d.dropped ? { dropped: true } : {}),
     }));
   }
+  if (result.artifacts?.length) fields.artifacts = result.artifacts;
   fields.duration = Math.round(result.duration * 1000) / 1000;
   return fields;
 }

@@ -40,6 +40,9 @@ function compactText(result: RunResult, o: CompactOptions): Pick<RenderedResult,
   if (result.error) text("error", result.error);
   for (const note of result.notes ?? []) text("note", note);
   if (result.sessionLost) text("session", "lost; the next call starts a fresh sandbox");
+  for (const a of result.artifacts ?? []) {
+    text("artifact", `${a.name} (${a.mimeType}, ${a.size} bytes) ${a.uri}`);
+  }
   if (o.showDuration) text("duration", `${result.duration.toFixed(3)}s`);
 
   if (sections.length === 0) return { text: "(no output)" };

@@ -15,6 +15,7 @@ import type {
   RuntimeDetection,
   RuntimePlugin,
   SandboxLimits,
+  SandboxMount,
   SandboxProcess,
   SandboxStartOptions,
 } from "../../core/contracts/runtime.ts";
@@ -100,6 +101,7 @@ export function buildRunArgs(start: SandboxStartOptions, config: OciRunConfig): 
   );
   if (limits.cpus !== undefined) args.push("--cpus", limits.cpus);
   args.push("--tmpfs", `/tmp:${tmpfs}`, "--tmpfs", `/workspace:${tmpfs}`);
+  for (const mount of start.mounts ?? []) args.push(...mountArgs(config.engine, mount));
   args.push("--ulimit", `nofile=${config.nofile}:${config.nofile}`);
   args.push("--ulimit", `nproc=${config.nproc}:${config.nproc}`);
   if (config.dataLimit !== undefined) args.push("--ulimit", `data=${config.dataLimit}:${config.dataLimit}`);
@@ -119,6 +121,50 @@ export function buildRunArgs(start: SandboxStartOptions, config: OciRunConfig): 
   if (config.engine !== "nerdctl") args.push("--log-driver", "none");
   args.push(...config.extraArgs, start.image, ...start.command);
   return args;
+}
+
+/** The options every mount gets: the sandbox may not run, or gain privileges from, anything in it. */
+export const MOUNT_OPTIONS = "nodev,nosuid,noexec";
+
+/**
+ * Why `engine` cannot mount `mount` safely, or undefined when it can. docker applies mount options only by
+ * remounting, which its local volume driver does for read-only binds alone: a writable bind would keep
+ * exec, suid and dev, so docker is refused it. nerdctl is not supported.
+ */
+export function mountProblem(engine: OciEngine, mount: SandboxMount): string | undefined {
+  if (engine === "nerdctl") return `nerdctl sandboxes cannot mount host folders ("${mount.host}")`;
+  if (engine === "docker" && !mount.readOnly) {
+    return `Cannot mount "${mount.host}" read-write at "${mount.target}" with docker: docker applies ` +
+      `${MOUNT_OPTIONS} to read-only mounts only; make it read-only (drop ":rw" in CODEMODE_MOUNTS or the ` +
+      "config file's mounts) or use podman (CODEMODE_RUNTIME=podman)";
+  }
+  return undefined;
+}
+
+/**
+ * The `run` arguments that mount one host folder with nodev, nosuid and noexec. podman takes them on `-v`.
+ * docker's `-v` and bind `--mount` take none of them, so docker gets an anonymous volume of its local driver
+ * that binds the folder with `o=bind,ro,nodev,nosuid,noexec` (removed with the container).
+ */
+export function mountArgs(engine: OciEngine, mount: SandboxMount): string[] {
+  const problem = mountProblem(engine, mount);
+  if (problem) throw new Error(problem);
+  const mode = mount.readOnly ? "ro" : "rw";
+  if (engine === "podman") return ["-v", `${mount.host}:${mount.target}:${mode},${MOUNT_OPTIONS}`];
+  const fields = [
+    "type=volume",
+    `dst=${mount.target}`,
+    "volume-driver=local",
+    "volume-opt=type=none",
+    `volume-opt=device=${mount.host}`,
+    `volume-opt=o=bind,${mode},${MOUNT_OPTIONS}`,
+  ];
+  return ["--mount", fields.map(csvField).join(",")];
+}
+
+/** One field of docker's CSV `--mount` syntax, quoted when it holds a comma or a quote. */
+function csvField(field: string): string {
+  return /[",\n\r]/.test(field) ? `"${field.replaceAll('"', '""')}"` : field;
 }
 
 /** Resolves plugin options and limits into a run config; `cgroupLimits` is false where the engine cannot
@@ -239,7 +285,8 @@ export function ociRuntime(
 
   async function remove(name: string): Promise<void> {
     // podman's rm -f waits 10 s for SIGTERM first, which hostile code ignores.
-    const args = engine === "podman" ? ["rm", "-f", "-t", "0", name] : ["rm", "-f", name];
+    // -v: docker's mounts are anonymous volumes, which only go with the container when asked to.
+    const args = engine === "podman" ? ["rm", "-f", "-t", "0", name] : ["rm", "-f", "-v", name];
     const result = await run(args);
     if (result.code !== 0 && !/no such container|not found|no such object/i.test(result.stderr)) {
       throw new Error(`Cannot remove container "${name}" with ${engine}: ${firstErrorLine(result.stderr)}`);
@@ -249,6 +296,8 @@ export function ociRuntime(
   const removeOrRetry = (name: string) => remove(name).catch((error) => pending.add(name, error));
 
   async function start(start: SandboxStartOptions): Promise<SandboxProcess> {
+    const refused = (start.mounts ?? []).map((m) => mountProblem(engine, m)).find(Boolean);
+    if (refused) throw new Error(refused);
     const [known, seccomp] = await Promise.all([engineFacts(), seccompPath()]);
     const config = runConfigFor(engine, options, start.limits, known.cgroupLimits, seccomp);
     const args = buildRunArgs(start, config);
@@ -411,6 +460,8 @@ export function ociRuntime(
 
   return {
     name: engine,
+    ...(engine === "nerdctl" ? {} : { mountMode: "bind" as const }),
+    mountProblem: (mount) => mountProblem(engine, mount),
     detect,
     start,
     listManaged,

@@ -253,6 +253,8 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
 
   return {
     name: "pyodide",
+    // No host folder is ever readable from the Deno process: mounted files are copied in over the channel.
+    mountMode: "copy",
     detect,
     start,
     listManaged: (): Promise<ManagedSandbox[]> => Promise.resolve([]),

@@ -12,6 +12,8 @@ Transport-free core (runs under CPython and Pyodide alike):
   kernel    one session: namespace, proxies, API binding, frame handling
   context   the kernel the `mcp` package talks to
   output    output frames with the per-execution cap; FrameWriter stands in for sys.stdout
+  artifacts files left in /workspace/artifacts, sent to the host at the end of each run
+  files     files the host puts into the sandbox (file frames)
   embedded  in-process transport for hosts without threads or fds (Pyodide): EmbeddedSession
 
 CPython process transport (threads, fds, signals; not available in Pyodide):

@@ -66,6 +66,7 @@ class EmbeddedSession:
         overran = time.monotonic() - started >= timeout
         for writer in self._writers:
             writer.flush()
+        self.kernel.collect_artifacts(execution_id)
         dropped = {stream.name: stream.finish() for stream in self._streams}
         self.send(self.kernel.done_frame(execution_id, outcome, timed_out_after=timeout if overran else None,
                                          dropped=dropped))

@@ -8,11 +8,19 @@ OUTPUT_CHUNK_BYTES = 64 * 1024
 """Most user output bytes carried by one output frame."""
 
 
+class Ascii(bytes):
+    """Bytes that need no escaping inside a JSON string (base64): a frame's "data" of this type is spliced
+    into the line as is, instead of going through the JSON encoder and UTF-8 again (megabytes per piece)."""
+
+
 def encode(frame):
     """Serialises a frame to one line of UTF-8; raises ValueError when it is over the cap."""
-    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=_fallback)
-    # A lone surrogate can't be UTF-8 encoded; as a \uXXXX escape it is still valid JSON for the host.
-    data = text.encode("utf-8", "backslashreplace") + b"\n"
+    payload = frame.get("data") if isinstance(frame, dict) else None
+    if isinstance(payload, Ascii):
+        head = _dumps({key: value for key, value in frame.items() if key != "data"})
+        data = head[:-1] + b',"data":"' + payload + b'"}\n'
+    else:
+        data = _dumps(frame) + b"\n"
     if len(data) > MAX_FRAME_BYTES:
         kind = frame.get("type", "?") if isinstance(frame, dict) else "?"
         raise ValueError(
@@ -20,6 +28,12 @@ def encode(frame):
             "send less data per call"
         )
     return data
+
+
+def _dumps(frame):
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=_fallback)
+    # A lone surrogate can't be UTF-8 encoded; as a \uXXXX escape it is still valid JSON for the host.
+    return text.encode("utf-8", "backslashreplace")
 
 
 def decode(line):

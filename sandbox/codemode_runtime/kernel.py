@@ -10,8 +10,10 @@ import sys
 import types
 
 from . import context, figures
+from .artifacts import Artifacts
 from .display import DEFAULT_MAX_DISPLAY, Displayer
 from .executor import Executor
+from .files import FileReceiver
 from .rpc import RpcClient
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024
@@ -33,6 +35,8 @@ class Kernel:
         self.namespace = namespace if namespace is not None else _main_module().__dict__
         self.display = Displayer(send, self.config["max_display"], sync_output=lambda: self.sync_output())
         self.executor = Executor(self.namespace, display_value=self.display.display_value)
+        self.artifacts = Artifacts(send, self.config)
+        self.files = FileReceiver(send)
         context.kernel = self
         figures.install()
         self._install_api()
@@ -51,9 +55,12 @@ class Kernel:
         self.display.begin(execution_id)
 
     def handle(self, frame):
-        """Takes a host frame that needs no execution (rpc_result); returns False for anything else."""
+        """Takes a host frame that needs no execution (rpc_result, file); returns False for anything else."""
         if frame.get("type") == "rpc_result":
             self.rpc.resolve(frame)
+            return True
+        if frame.get("type") == "file":
+            self.files.handle(frame)
             return True
         return False
 
@@ -75,6 +82,10 @@ class Kernel:
             if outcome.status == "ok":
                 return self.executor.failure(exc)
         return outcome
+
+    def collect_artifacts(self, execution_id):
+        """Sends the run's new and changed artifacts; call after the code ran and before the done frame."""
+        self.artifacts.collect(execution_id)
 
     def done_frame(self, execution_id, outcome, *, timed_out_after=None, dropped=None):
         """The `done` frame for an outcome; `timed_out_after` (seconds) turns an error into a timeout."""

@@ -63,6 +63,7 @@ class Process:
             outcome = Outcome("error", error="KeyboardInterrupt\n", exception=exc)
         if os.getpid() != self.pid:  # a fork()ed child got back here: it must not answer the host
             os._exit(0)
+        self.kernel.collect_artifacts(execution_id)
         dropped = self.capture.finish()
         timed_out = timeout if self.watchdog.fired else None
         done = self.kernel.done_frame(execution_id, outcome, timed_out_after=timed_out, dropped=dropped)

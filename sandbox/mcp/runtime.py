@@ -128,6 +128,12 @@ def list_loaded_server_metadata():
     return tuple(metadata)
 
 
+def save_artifact(name, data):
+    """Saves `data` (bytes or str) as artifact `name` (a path under /workspace/artifacts, no hidden parts):
+    the result of this run lists it, and the client can read it. Returns its path in the sandbox."""
+    return context.current().artifacts.save(name, data)
+
+
 def capability_summary():
     """One paragraph on what this sandbox offers and how to use it."""
     names = [server["name"] for server in _servers()]
@@ -143,7 +149,9 @@ def capability_summary():
         "Discover before calling: `from mcp import runtime`, then runtime.discovered_servers(), await "
         "runtime.search_tool_docs(query, limit=5), await runtime.query_tool_docs(server, tool=None, "
         "detail='summary'|'full'), dir(mcp_<alias>) and help(mcp_<alias>.<tool>). A failing tool raises "
-        "ToolError (an MCPError, like every failed call); raw=True returns the whole MCP result."
+        "ToolError (an MCPError, like every failed call); raw=True returns the whole MCP result. "
+        "Files written to /workspace/artifacts (or runtime.save_artifact(name, data)) are sent to the client "
+        "after the run."
     )
 
 

@@ -238,11 +238,12 @@ report(shadow=attempt(lambda: open("/etc/shadow").read()),
   },
   {
     area: "filesystem",
-    name: "mountinfo shows no host directory mounted into the sandbox",
+    name: "mountinfo shows no host directory mounted into the sandbox but the configured /data/in",
     code: `
 points = [line.split()[4] for line in open("/proc/self/mountinfo").read().splitlines()]
 known = {"/", "/tmp", "/workspace", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/run/.containerenv",
-         "/run/podman-init", "/usr/sbin/docker-init", "/sbin/docker-init", "/dev/init"}
+         "/run/podman-init", "/usr/sbin/docker-init", "/sbin/docker-init", "/dev/init",
+         "/data/in"}  # the one folder the suite mounts (CODEMODE_MOUNTS, _attempts_files.ts)
 # Engines bind single files they generate (hostname, hosts, init binaries; which ones varies by version)
 # under /etc, /run and the init paths; a directory, or a file anywhere else, would be a host mount.
 def engine_file(p):

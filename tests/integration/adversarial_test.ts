@@ -1,6 +1,7 @@
 /**
  * The adversarial suite: more than fifty named escape and abuse attempts by sandbox code (network,
- * filesystem, privileges, resources, protocol forgery, secrets of MCP servers, the host environment),
+ * filesystem, privileges, resources, protocol forgery, secrets of MCP servers, the host environment,
+ * artifacts and mounts),
  * each run through a real `codemode serve` over stdio with the SDK client, on every container engine that
  * is set up. After each attempt: the call was answered within a bound, the server still runs code. At the
  * end: no container of that serve process is left, and no secret appeared in any answer.
@@ -14,6 +15,7 @@ import { type Attempt, type Ctx, type Fixtures, fixtures, prelude } from "./_adv
 import { filesystem, network, privileges } from "./_attempts_escape.ts";
 import { hostEnv, protocol, resources, secrets } from "./_attempts_abuse.ts";
 import { displays } from "./_attempts_display.ts";
+import { artifacts, mounts, mountSetting } from "./_attempts_files.ts";
 import {
   type Answer,
   assertNoSandboxOf,
@@ -36,6 +38,8 @@ const ATTEMPTS: Attempt[] = [
   ...secrets,
   ...hostEnv,
   ...displays,
+  ...artifacts,
+  ...mounts,
 ];
 /** How long past its own timeout a run may take to be answered (sandbox restarts, CPU contention). */
 const SLACK_MS = 60_000;
@@ -67,6 +71,7 @@ for (const [engine, runtime] of engines) {
         CODEMODE_MAX_OUTPUT: "256k",
         CODEMODE_MEMORY: "256m",
         CODEMODE_TIMEOUT: "20",
+        CODEMODE_MOUNTS: mountSetting(),
       },
       fakeHome(fix.servers),
     );

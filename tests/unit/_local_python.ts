@@ -28,6 +28,8 @@ export interface Execution {
   displays: DisplayFrame[];
   /** Output and display frames in the order they came. */
   frames: Frame[];
+  /** Artifact pieces and skip notices, in order. */
+  artifacts: Extract<Frame, { type: "artifact" | "artifact_skipped" }>[];
 }
 
 /** Default config: one server whose name needs aliasing. */
@@ -111,6 +113,7 @@ export class LocalPython {
       rpcs: [],
       displays: [],
       frames: [],
+      artifacts: [],
     };
     while (true) {
       const frame = await this.next();
@@ -127,6 +130,8 @@ export class LocalPython {
           ? await options.answer(frame)
           : { error: { type: "RuntimeError", message: `No answer for ${frame.method}` } };
         this.answer(frame, answer);
+      } else if (frame.type === "artifact" || frame.type === "artifact_skipped") {
+        result.artifacts.push(frame);
       } else if (frame.type === "done") {
         if (frame.id !== id) throw new Error(`Done frame for ${frame.id}, expected ${id}`);
         return { done: frame, ...result };

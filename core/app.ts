@@ -21,6 +21,9 @@ import { capabilityText } from "./serve/capabilities.ts";
 import { type Policy, policyOf } from "./config/policy.ts";
 import { log } from "./observe/log.ts";
 import { StatsPublisher } from "./observe/stats_file.ts";
+import { SkillStore } from "./skills/store.ts";
+import { skillRoots } from "./skills/sources.ts";
+import { type ToolDoc, toolDoc } from "./catalog/docs.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -39,6 +42,8 @@ export interface CodemodeOptions {
   servers?: ServerSpec[];
   /** Start indexing every server's tools in the background (serve does; one-shot commands don't). */
   indexInBackground?: boolean;
+  /** The working directory whose `.codemode/skills/` is the first skill directory (default: the process's). */
+  cwd?: string;
 }
 
 /** A running codemode: its servers, pool, catalog and sandbox sessions. */
@@ -51,12 +56,15 @@ export class Codemode {
   readonly pool: UpstreamPool;
   readonly catalog: ToolCatalog;
   readonly sessions: SessionManager;
+  /** The local skills; absent when CODEMODE_SKILLS=off (or they could not be loaded at all). */
+  readonly skills?: SkillStore;
   #options: CodemodeOptions;
   #runtime?: Promise<RuntimePlugin>;
   #stats?: StatsPublisher;
 
-  private constructor(options: CodemodeOptions, discovery: Discovery) {
+  private constructor(options: CodemodeOptions, discovery: Discovery, skills?: SkillStore) {
     this.#options = options;
+    this.skills = skills;
     this.settings = options.settings;
     this.discovery = discovery;
     this.policy = policyOf(this.settings);
@@ -69,7 +77,12 @@ export class Codemode {
     this.pool = new UpstreamPool(this.servers);
     this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listTools(spec.name), {
       stateDir: this.settings.stateDir,
+      skillLister: (spec) => this.pool.listSkills(spec.name),
     });
+    if (skills) {
+      this.catalog.setSkillDocs(skills.docs());
+      skills.onChange(() => this.catalog.setSkillDocs(skills.docs()));
+    }
     const s = this.settings;
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
@@ -82,6 +95,13 @@ export class Codemode {
         this.catalog,
         { unwrap: unwrapToolResult, raw: encodeRawResult },
         this.policy,
+        {
+          mode: skills ? this.settings.skills : "off",
+          store: skills,
+          upstream: this.pool,
+          skillDocs: () => this.catalog.skillDocs(),
+          toolDocs: (server) => this.#toolDocs(server),
+        },
       ),
       maxOutput: s.maxOutput,
       idleTimeout: s.idleTimeout,
@@ -100,7 +120,7 @@ export class Codemode {
         { allowSelf: options.settings.allowSelf },
       );
     for (const d of discovery.diagnostics) logDiagnostic(d);
-    const app = new Codemode(options, discovery);
+    const app = new Codemode(options, discovery, await openSkills(options));
     if (options.indexInBackground) app.catalog.start();
     return app;
   }
@@ -139,11 +159,29 @@ export class Codemode {
       output: this.#options.plugins.output(this.settings.output),
       defaultTimeout: this.settings.timeout,
       maxTimeout: this.settings.maxTimeout,
-      capabilities: () => capabilityText(this.servers, this.#runtimeName(), this.policy),
+      capabilities: () =>
+        capabilityText(
+          this.servers,
+          this.#runtimeName(),
+          this.policy,
+          this.skills && { writable: this.skills.mode === "rw", list: this.skills.skills() },
+        ),
       preload: (names) => this.preload(names),
       sessionKey,
       version: this.#options.version,
+      skills: this.skills?.catalog,
     });
+  }
+
+  /** A server's tool docs for a skill's drift check: indexed ones, else listed now (undefined if it fails). */
+  async #toolDocs(server: string): Promise<ToolDoc[] | undefined> {
+    const indexed = this.catalog.docs(server);
+    if (indexed.length) return indexed;
+    try {
+      return (await this.pool.listTools(server)).map((tool) => toolDoc(server, tool));
+    } catch {
+      return undefined;
+    }
   }
 
   /** Starts the named servers; returns why each name that cannot be started can't (unknown, refused). */
@@ -175,6 +213,23 @@ export class Codemode {
 
   #runtimeName(): string | undefined {
     return this.settings.runtime === "auto" ? undefined : this.settings.runtime;
+  }
+}
+
+/** The local skills, unless they are off; a failure to load them is logged, never fatal. */
+async function openSkills(options: CodemodeOptions): Promise<SkillStore | undefined> {
+  const settings = options.settings;
+  if (settings.skills === "off") return undefined;
+  try {
+    const store = await SkillStore.open({
+      roots: skillRoots({ cwd: options.cwd, dirs: settings.skillDirs }),
+      mode: settings.skills,
+    });
+    for (const d of store.diagnostics()) log.info("skill problem", { path: d.path, message: d.message });
+    return store;
+  } catch (error) {
+    log.warn("skills could not be loaded", { error: String(error) });
+    return undefined;
   }
 }
 

@@ -26,6 +26,8 @@ export interface RunRecord {
   timeoutSeconds: number;
   /** The client cancelled the run. */
   cancelled: boolean;
+  /** Notes the host added while serving the run's calls. */
+  notes?: string[];
 }
 
 /** The message of a run the client cancelled and the sandbox interrupted. */
@@ -35,7 +37,7 @@ export const CANCELLED =
 /** The result of a run that ended as `end`; host-side ends mean the sandbox was killed. */
 export function runResult(end: RunEnd, run: RunRecord): RunResult {
   const base = { stdout: run.stdout.text(), stderr: run.stderr.text(), duration: run.duration };
-  const notes = [...run.stdout.notes("stdout"), ...run.stderr.notes("stderr")];
+  const notes = [...run.stdout.notes("stdout"), ...run.stderr.notes("stderr"), ...run.notes ?? []];
   if ("stopped" in end) {
     const deadline = end.stopped === "deadline";
     return {

@@ -56,6 +56,8 @@ interface ActiveRun {
   scope?: LogScope;
   requestId?: string;
   cancelled: boolean;
+  /** Notes host calls added during the run (e.g. an imported skill's drift findings). */
+  notes: string[];
 }
 
 const encoder = new TextEncoder();
@@ -188,6 +190,7 @@ export class SandboxSession {
       scope,
       requestId: options.requestId ?? scope?.requestId,
       cancelled: false,
+      notes: [],
     };
     this.#run = run;
     const graceMs = this.#options.graceMs ?? 2000;
@@ -335,6 +338,7 @@ export class SandboxSession {
       session: this.name,
       signal: run?.controller.signal ?? AbortSignal.abort(),
       requestId: run?.requestId,
+      note: (text: string) => void run?.notes.push(text),
     };
     const call = () => this.#options.rpc(frame.method, frame.params, context);
     try {

@@ -33,6 +33,8 @@ export interface McpServerOptions {
   /** Session key for this connection. */
   sessionKey: string;
   version: string;
+  /** Serves codemode's skills to this client through the MCP skills extension (skills/list, skills/get). */
+  skills?: { attach(server: McpServer): void };
 }
 
 /** URI of the capabilities resource. */
@@ -118,6 +120,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       }],
     }),
   );
+  options.skills?.attach(server);
   return server;
 }
 

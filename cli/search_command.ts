@@ -5,6 +5,10 @@
 import { type CliConfig, cliConfig } from "./_config.ts";
 import { type CatalogDeps, runSearch } from "./search.ts";
 import { runTools } from "./tools.ts";
+import { existsSync } from "node:fs";
+import type { Settings } from "../core/config/settings.ts";
+import type { ToolDoc } from "../core/catalog/docs.ts";
+import { skillRoots } from "../core/skills/sources.ts";
 
 /** `codemode search <query...> [--limit N] [--server S] [--json]`. */
 export async function search(
@@ -34,10 +38,22 @@ export async function tools(server: string, opts: { json?: boolean }): Promise<n
 }
 
 function catalogDeps(config: CliConfig): CatalogDeps {
+  const settings = config.settings;
   return {
     specs: config.discovery.servers,
-    stateDir: config.settings.stateDir,
+    stateDir: settings.stateDir,
     lister: config.lister,
+    skillLister: settings.skills === "off" ? undefined : config.skillLister,
+    skillDocs: settings.skills === "off" ? undefined : () => localSkillDocs(settings),
     policy: config.policy,
   };
+}
+
+/** The local skills as search docs; the skills catalog is only loaded when a skill directory exists. */
+async function localSkillDocs(settings: Settings): Promise<ToolDoc[]> {
+  const roots = skillRoots({ dirs: settings.skillDirs });
+  if (!roots.some((root) => existsSync(root.path))) return [];
+  const { SkillStore } = await import("../core/skills/store.ts");
+  const mode = settings.skills === "off" ? "ro" : settings.skills;
+  return (await SkillStore.open({ roots, mode })).docs();
 }

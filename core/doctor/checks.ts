@@ -20,9 +20,11 @@ import {
 } from "./config.ts";
 import { checkRuntime, type RuntimeCheck, type RuntimeCheckOptions } from "./runtime.ts";
 import type { CheckStatus, Finding } from "./finding.ts";
+import { skillFindings, type SkillsCheck } from "./skills.ts";
 
 export type { CheckStatus, Finding } from "./finding.ts";
 export type { RuntimeCheck, SandboxProbe } from "./runtime.ts";
+export { checkSkills, type SkillsCheck } from "./skills.ts";
 export {
   checkSettings,
   type ConfigFileCheck,
@@ -76,6 +78,8 @@ export interface DoctorReport {
   servers: ServerCheck[];
   settings: SettingCheck[];
   policy: PolicyCheck;
+  /** Skill directories and skills that failed to load (absent when the caller did not check them). */
+  skills?: SkillsCheck;
   findings: Finding[];
 }
 
@@ -101,6 +105,8 @@ export interface DoctorInput {
   configFile?: ConfigFile | ConfigFileError;
   /** Where the config file was looked for. */
   configSearched?: string[];
+  /** The skills check, made by the caller from the loaded skills. */
+  skills?: SkillsCheck;
 }
 
 /** Whether the state directory exists and is writable (or can be created). Never throws. */
@@ -294,6 +300,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
       subject: `setting ${s.source === "default" ? s.env : s.source}`,
       ...s.problem!,
     })),
+    ...skillFindings(input.skills),
   ];
   return {
     version: input.version,
@@ -306,6 +313,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     servers,
     settings: settingChecks,
     policy,
+    ...(input.skills ? { skills: input.skills } : {}),
     findings,
   };
 }

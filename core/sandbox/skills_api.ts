@@ -124,6 +124,7 @@ export function skillMethods(deps: SkillsApiDeps): Record<string, RpcMethod> {
     },
 
     async check_skill_calls(params, context) {
+      store();
       const skill = stringParam(params, "skill");
       const calls = Array.isArray(params.calls) ? params.calls as SkillCall[] : [];
       const { findings } = await checkCalls(skill, `${skill}/${CODE_FILE}`, calls, {

@@ -53,6 +53,8 @@ export interface SkillStoreOptions {
   mode: Exclude<SkillsMode, "off">;
   /** Re-read the directories at most this often when fresh skills are asked for (default 1000 ms). */
   refreshMs?: number;
+  /** How the directories are read (tests wrap the default to make files fail). */
+  files?: (roots: SkillRoot[]) => LayeredSkillFiles;
 }
 
 /** The file of a skill's code. */
@@ -79,7 +81,7 @@ export class SkillStore {
   private constructor(options: SkillStoreOptions) {
     this.roots = options.roots;
     this.mode = options.mode;
-    this.#files = layeredSkillFiles(options.roots);
+    this.#files = (options.files ?? layeredSkillFiles)(options.roots);
     this.#refreshMs = options.refreshMs ?? 1000;
   }
 
@@ -187,7 +189,13 @@ export class SkillStore {
       warnings.length = 0;
       try {
         if (this.#catalog) await this.#catalog.reload();
-        else this.#catalog = await SkillsExtension.load(this.#files, { onWarning: (w) => this.#warn(w) });
+        else {
+          // Strict: every problem names its skill in the error, which is then left out (not served).
+          this.#catalog = await SkillsExtension.load(this.#files, {
+            strict: true,
+            onWarning: (w) => this.#warn(w),
+          });
+        }
         loaded = true;
       } catch (error) {
         if (!(error instanceof SkillCatalogError)) throw error;
@@ -198,7 +206,7 @@ export class SkillStore {
         if (!fresh.length) throw error;
         for (const problem of fresh) {
           const name = problem.path.split("/")[0];
-          excluded.set(name, [...excluded.get(name) ?? [], this.#located(problem, "skill skipped")]);
+          excluded.set(name, [...excluded.get(name) ?? [], this.#located(problem, true)]);
         }
       }
     }
@@ -266,16 +274,16 @@ export class SkillStore {
   #warn(warning: SkillWarning): void {
     // An empty directory is not a problem worth reporting.
     if (warning.path === "." && /no skills found/.test(warning.message)) return;
-    this.#warnings.push(this.#located(warning));
+    this.#warnings.push(this.#located(warning, false));
   }
 
   /** A diagnostic whose path names the real file, not the path inside the combined store. */
-  #located(warning: SkillWarning, suffix?: string): SkillDiagnostic {
+  #located(warning: SkillWarning, skipped: boolean): SkillDiagnostic {
     const root = this.#files.owner(warning.path.split("/")[0]);
-    return {
-      path: root ? join(root.path, warning.path) : warning.path,
-      message: suffix ? `${warning.message} (${suffix})` : warning.message,
-    };
+    // The SDK's advice to raise its limits is for servers built on it; codemode's limits are fixed.
+    let message = warning.message.replace(/\s*Raise limits to allow it\.?/, "");
+    if (skipped && !/skipped/.test(message)) message += " (skill skipped)";
+    return { path: root ? join(root.path, warning.path) : warning.path, message };
   }
 
   #signature(): string {

@@ -114,7 +114,8 @@ export function skillMethods(deps: SkillsApiDeps): Record<string, RpcMethod> {
           code: stringParam(params, "code"),
           description: typeof params.description === "string" ? params.description : "",
           overwrite: params.overwrite === true,
-          servers: stringList(params.servers),
+          // Only names of servers sandbox code may use are recorded; anything else is dropped.
+          servers: stringList(params.servers).filter((s) => deps.allowedServers().includes(s)),
           functions: Array.isArray(params.functions) ? params.functions : [],
         });
       } catch (error) {

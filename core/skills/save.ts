@@ -170,7 +170,10 @@ function manifestText(
   const before = previous?.frontmatter ?? {};
   const version = Number.isInteger(before.version) ? (before.version as number) + 1 : 1;
   const servers = [...new Set((request.servers ?? []).filter((s) => typeof s === "string" && s))].sort();
-  const functions = (request.functions ?? []).filter((f) => f && typeof f.name === "string").slice(0, 100);
+  // The sandbox's description of its functions is text for the body, nothing more: identifiers only, clipped.
+  const functions = (request.functions ?? [])
+    .filter((f) => f && typeof f.name === "string" && /^[A-Za-z_][A-Za-z0-9_]{0,99}$/.test(f.name))
+    .slice(0, 100);
   const module = moduleName(name);
   const lines = [
     "---",
@@ -198,11 +201,12 @@ function manifestText(
   if (functions.length) {
     lines.push("## Functions", "");
     for (const f of functions) {
-      const doc = String(f.doc ?? "").split("\n")[0].trim();
-      const signature = `${f.async ? "async " : ""}${f.name}${String(f.signature ?? "()")}`.replace(
-        /\s+/g,
-        " ",
-      );
+      const doc = String(f.doc ?? "").split("\n")[0].trim().slice(0, 200);
+      const signature = `${f.async ? "async " : ""}${f.name}${String(f.signature ?? "()").slice(0, 300)}`
+        .replace(
+          /\s+/g,
+          " ",
+        );
       lines.push(`- \`${signature}\`${doc ? `: ${doc}` : ""}`);
     }
     lines.push("");

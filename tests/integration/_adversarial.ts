@@ -26,7 +26,15 @@ export interface Ctx {
 
 /** One named escape or abuse attempt and what must hold afterwards. */
 export interface Attempt {
-  area: "network" | "filesystem" | "privileges" | "resources" | "protocol" | "secrets" | "host env";
+  area:
+    | "network"
+    | "filesystem"
+    | "privileges"
+    | "resources"
+    | "protocol"
+    | "secrets"
+    | "host env"
+    | "skills";
   name: string;
   /** Python, run after the prelude; prints its findings with report(...). */
   code?: string;

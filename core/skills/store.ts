@@ -12,6 +12,7 @@ import {
   SkillsExtension,
   type SkillWarning,
 } from "@modelcontextprotocol/server/ext/skills";
+import { lstatSync, readdirSync } from "node:fs";
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
 import { type LayeredSkillFiles, layeredSkillFiles, type SkillDiagnostic } from "./layered_files.ts";
@@ -73,6 +74,8 @@ export class SkillStore {
   #diagnostics: SkillDiagnostic[] = [];
   #warnings: SkillDiagnostic[] = [];
   #loadedAt = 0;
+  /** What the directories looked like (names, sizes, mtimes) when they were last loaded. */
+  #stamp = "";
   #loading?: Promise<void>;
   #listeners = new Set<() => void>();
   #manifests = new Map<string, string>();
@@ -147,9 +150,14 @@ export class SkillStore {
     return run;
   }
 
-  /** Re-reads the directories when the last load is older than `refreshMs`. */
+  /**
+   * Re-reads the directories when the last load is older than `refreshMs` and a file or folder in them
+   * changed since (names, sizes and mtimes are compared: far cheaper than the catalog's hashing).
+   */
   async fresh(): Promise<void> {
-    if (Date.now() - this.#loadedAt >= this.#refreshMs) await this.reload();
+    if (Date.now() - this.#loadedAt < this.#refreshMs) return;
+    if (this.#stamped() === this.#stamp) this.#loadedAt = Date.now();
+    else await this.reload();
   }
 
   /** Re-reads every skill directory now; overlapping calls share one load. */
@@ -180,6 +188,8 @@ export class SkillStore {
   }
 
   async #load(): Promise<void> {
+    // Taken before reading, so a change made during the load is seen by the next fresh().
+    const stamp = this.#stamped();
     const warnings: SkillDiagnostic[] = [];
     this.#warnings = warnings;
     const excluded = new Map<string, SkillDiagnostic[]>();
@@ -211,6 +221,7 @@ export class SkillStore {
       }
     }
     this.#loadedAt = Date.now();
+    this.#stamp = stamp;
     const before = this.#signature();
     const skills = new Map<string, LocalSkill>();
     for (const entry of this.#catalog.entries) {
@@ -284,6 +295,35 @@ export class SkillStore {
     let message = warning.message.replace(/\s*Raise limits to allow it\.?/, "");
     if (skipped && !/skipped/.test(message)) message += " (skill skipped)";
     return { path: root ? join(root.path, warning.path) : warning.path, message };
+  }
+
+  /**
+   * Every entry under the skill directories with its kind, size and mtime, as one string. Synchronous on
+   * purpose: a few hundred lstat calls take about a millisecond, awaited one by one they take far longer.
+   */
+  #stamped(): string {
+    const parts: string[] = [];
+    const walk = (dir: string, depth: number): void => {
+      let entries: string[];
+      try {
+        entries = readdirSync(dir);
+      } catch {
+        return;
+      }
+      for (const name of entries) {
+        const path = join(dir, name);
+        let info;
+        try {
+          info = lstatSync(path);
+        } catch {
+          continue;
+        }
+        parts.push(`${path}\0${info.isDirectory() ? "d" : "f"}\0${info.size}\0${info.mtimeMs}`);
+        if (info.isDirectory() && depth < 8) walk(path, depth + 1);
+      }
+    };
+    for (const root of this.roots) walk(root.path, 0);
+    return parts.join("\n");
   }
 
   #signature(): string {

@@ -49,11 +49,10 @@ function catalogDeps(config: CliConfig): CatalogDeps {
   };
 }
 
-/** The local skills as search docs; the skills catalog is only loaded when a skill directory exists. */
+/** The local skills as search docs: none without a skill directory, else cached while they are unchanged. */
 async function localSkillDocs(settings: Settings): Promise<ToolDoc[]> {
   const roots = skillRoots({ dirs: settings.skillDirs });
   if (!roots.some((root) => existsSync(root.path))) return [];
-  const { SkillStore } = await import("../core/skills/store.ts");
-  const mode = settings.skills === "off" ? "ro" : settings.skills;
-  return (await SkillStore.open({ roots, mode })).docs();
+  const { cachedSkillDocs } = await import("../core/skills/docs_cache.ts");
+  return await cachedSkillDocs(roots, settings.stateDir);
 }

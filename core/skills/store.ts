@@ -12,11 +12,10 @@ import {
   SkillsExtension,
   type SkillWarning,
 } from "@modelcontextprotocol/server/ext/skills";
-import { lstatSync, readdirSync } from "node:fs";
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
 import { type LayeredSkillFiles, layeredSkillFiles, type SkillDiagnostic } from "./layered_files.ts";
-import type { SkillRoot, SkillsMode } from "./sources.ts";
+import { directoryStamp, type SkillRoot, type SkillsMode } from "./sources.ts";
 import { moduleName, skillFolderName } from "./names.ts";
 import { SKILLS_SERVER, type ToolDoc } from "../catalog/docs.ts";
 
@@ -156,7 +155,7 @@ export class SkillStore {
    */
   async fresh(): Promise<void> {
     if (Date.now() - this.#loadedAt < this.#refreshMs) return;
-    if (this.#stamped() === this.#stamp) this.#loadedAt = Date.now();
+    if (directoryStamp(this.roots) === this.#stamp) this.#loadedAt = Date.now();
     else await this.reload();
   }
 
@@ -189,7 +188,7 @@ export class SkillStore {
 
   async #load(): Promise<void> {
     // Taken before reading, so a change made during the load is seen by the next fresh().
-    const stamp = this.#stamped();
+    const stamp = directoryStamp(this.roots);
     const warnings: SkillDiagnostic[] = [];
     this.#warnings = warnings;
     const excluded = new Map<string, SkillDiagnostic[]>();
@@ -295,35 +294,6 @@ export class SkillStore {
     let message = warning.message.replace(/\s*Raise limits to allow it\.?/, "");
     if (skipped && !/skipped/.test(message)) message += " (skill skipped)";
     return { path: root ? join(root.path, warning.path) : warning.path, message };
-  }
-
-  /**
-   * Every entry under the skill directories with its kind, size and mtime, as one string. Synchronous on
-   * purpose: a few hundred lstat calls take about a millisecond, awaited one by one they take far longer.
-   */
-  #stamped(): string {
-    const parts: string[] = [];
-    const walk = (dir: string, depth: number): void => {
-      let entries: string[];
-      try {
-        entries = readdirSync(dir);
-      } catch {
-        return;
-      }
-      for (const name of entries) {
-        const path = join(dir, name);
-        let info;
-        try {
-          info = lstatSync(path);
-        } catch {
-          continue;
-        }
-        parts.push(`${path}\0${info.isDirectory() ? "d" : "f"}\0${info.size}\0${info.mtimeMs}`);
-        if (info.isDirectory() && depth < 8) walk(path, depth + 1);
-      }
-    };
-    for (const root of this.roots) walk(root.path, 0);
-    return parts.join("\n");
   }
 
   #signature(): string {

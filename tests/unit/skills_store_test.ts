@@ -4,11 +4,12 @@
  * unreadable files) while the others load, safe reads, and search docs.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SkillStore } from "../../core/skills/store.ts";
 import { type SkillRoot, skillRoots, userSkillsDir } from "../../core/skills/sources.ts";
+import { cachedSkillDocs } from "../../core/skills/docs_cache.ts";
 import { type LayeredSkillFiles, layeredSkillFiles } from "../../core/skills/layered_files.ts";
 
 /** A temp project, HOME and config dir, each with an empty skills directory. */
@@ -176,4 +177,26 @@ Deno.test("docs() gives each skill as a search doc of server skills with its SKI
   assert.equal(doc.tool, "tide-tables");
   assert.equal(doc.kind, "skill");
   assert.match(doc.body!, /Body of tide-tables/);
+});
+
+Deno.test("cachedSkillDocs() answers from the state dir while the skill directories are unchanged", async () => {
+  const d = dirs();
+  const state = join(d.root, "state");
+  skill(d.user, "tide-tables", "Predict high water");
+  const first = await cachedSkillDocs(d.roots, state);
+  assert.deepEqual(first.map((x) => x.tool), ["tide-tables"]);
+  // Rewrite the cache with a marker: an unchanged directory is answered from it.
+  const file = join(state, "skill-docs.json");
+  const cached = JSON.parse(readFileSync(file, "utf8"));
+  writeFileSync(
+    file,
+    JSON.stringify({ ...cached, docs: [{ ...cached.docs[0], description: "from the cache" }] }),
+  );
+  assert.equal((await cachedSkillDocs(d.roots, state))[0].description, "from the cache");
+  skill(d.extra, "field-guide", "Names birds");
+  const after = await cachedSkillDocs(d.roots, state);
+  assert.deepEqual(after.map((x) => [x.tool, x.description]).sort(), [
+    ["field-guide", "Names birds"],
+    ["tide-tables", "Predict high water"],
+  ]);
 });

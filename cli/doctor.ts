@@ -50,7 +50,7 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
       sandbox: { command: bootstrapCommand(), bootstrap: () => bootstrapFrame(app.bootstrapConfig()) },
       configFile,
       configSearched: configCandidates(env, process.cwd()),
-      skills: checkSkills(settings.skills, app.skills),
+      skills: checkSkills(settings.skills, await app.skillStore()),
     });
   } finally {
     await app.close();

@@ -21,7 +21,7 @@ import { capabilityText } from "./serve/capabilities.ts";
 import { type Policy, policyOf } from "./config/policy.ts";
 import { log } from "./observe/log.ts";
 import { StatsPublisher } from "./observe/stats_file.ts";
-import { SkillStore } from "./skills/store.ts";
+import type { SkillStore } from "./skills/store.ts";
 import { skillRoots } from "./skills/sources.ts";
 import { type ToolDoc, toolDoc } from "./catalog/docs.ts";
 
@@ -56,15 +56,15 @@ export class Codemode {
   readonly pool: UpstreamPool;
   readonly catalog: ToolCatalog;
   readonly sessions: SessionManager;
-  /** The local skills; absent when CODEMODE_SKILLS=off (or they could not be loaded at all). */
-  readonly skills?: SkillStore;
   #options: CodemodeOptions;
+  #skills?: Promise<SkillStore | undefined>;
+  /** The store once loaded (the capabilities text is built synchronously). */
+  #loadedSkills?: SkillStore;
   #runtime?: Promise<RuntimePlugin>;
   #stats?: StatsPublisher;
 
-  private constructor(options: CodemodeOptions, discovery: Discovery, skills?: SkillStore) {
+  private constructor(options: CodemodeOptions, discovery: Discovery) {
     this.#options = options;
-    this.skills = skills;
     this.settings = options.settings;
     this.discovery = discovery;
     this.policy = policyOf(this.settings);
@@ -79,10 +79,6 @@ export class Codemode {
       stateDir: this.settings.stateDir,
       skillLister: (spec) => this.pool.listSkills(spec.name),
     });
-    if (skills) {
-      this.catalog.setSkillDocs(skills.docs());
-      skills.onChange(() => this.catalog.setSkillDocs(skills.docs()));
-    }
     const s = this.settings;
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
@@ -96,8 +92,8 @@ export class Codemode {
         { unwrap: unwrapToolResult, raw: encodeRawResult },
         this.policy,
         {
-          mode: skills ? this.settings.skills : "off",
-          store: skills,
+          mode: this.settings.skills,
+          store: () => this.skillStore(),
           upstream: this.pool,
           skillDocs: () => this.catalog.skillDocs(),
           toolDocs: (server) => this.#toolDocs(server),
@@ -120,7 +116,9 @@ export class Codemode {
         { allowSelf: options.settings.allowSelf },
       );
     for (const d of discovery.diagnostics) logDiagnostic(d);
-    const app = new Codemode(options, discovery, await openSkills(options));
+    const app = new Codemode(options, discovery);
+    // A serve loads its skills up front: its clients and search see them from the first request.
+    if (options.indexInBackground) await app.skillStore();
     if (options.indexInBackground) app.catalog.start();
     return app;
   }
@@ -145,11 +143,29 @@ export class Codemode {
   }
 
   /**
+   * The local skills, loaded on first use (the SDK's skills catalog is part of its server side, which
+   * one-shot commands that never touch a skill do not load); undefined when CODEMODE_SKILLS=off or they
+   * could not be loaded at all.
+   */
+  skillStore(): Promise<SkillStore | undefined> {
+    this.#skills ??= openSkills(this.#options).then((store) => {
+      if (store) {
+        this.#loadedSkills = store;
+        this.catalog.setSkillDocs(store.docs());
+        store.onChange(() => this.catalog.setSkillDocs(store.docs()));
+      }
+      return store;
+    });
+    return this.#skills;
+  }
+
+  /**
    * An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`.
    * The server side of the MCP SDK loads here, on first use: `run`, `search` and `doctor` never serve.
    */
   async mcpServer(sessionKey: string): Promise<McpServer> {
     const { createMcpServer } = await import("./serve/mcp_server.ts");
+    const skills = await this.skillStore();
     if (!this.#stats) {
       this.#stats = new StatsPublisher(this.settings.stateDir);
       this.#stats.start();
@@ -164,12 +180,15 @@ export class Codemode {
           this.servers,
           this.#runtimeName(),
           this.policy,
-          this.skills && { writable: this.skills.mode === "rw", list: this.skills.skills() },
+          this.#loadedSkills && {
+            writable: this.#loadedSkills.mode === "rw",
+            list: this.#loadedSkills.skills(),
+          },
         ),
       preload: (names) => this.preload(names),
       sessionKey,
       version: this.#options.version,
-      skills: this.skills?.catalog,
+      skills: skills?.catalog,
     });
   }
 
@@ -221,6 +240,7 @@ async function openSkills(options: CodemodeOptions): Promise<SkillStore | undefi
   const settings = options.settings;
   if (settings.skills === "off") return undefined;
   try {
+    const { SkillStore } = await import("./skills/store.ts");
     const store = await SkillStore.open({
       roots: skillRoots({ cwd: options.cwd, dirs: settings.skillDirs }),
       mode: settings.skills,

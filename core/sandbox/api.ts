@@ -120,7 +120,7 @@ export function sandboxApi(
         const limit = Math.max(1, Math.min(100, Number(params.limit ?? 5) || 5));
         const serverName = typeof params.server === "string" ? server(params) : undefined;
         const skillsOn = skills !== undefined && skills.mode !== "off";
-        if (skillsOn) await skills.store?.fresh();
+        if (skillsOn) await (await skills.store?.())?.fresh();
         const visible = (hit: SearchHit) => {
           if (hit.kind === "skill") return skillsOn;
           const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);

@@ -7,8 +7,7 @@
  */
 import type { ToolDoc } from "../catalog/docs.ts";
 import type { SkillStore } from "../skills/store.ts";
-import { CODE_FILE, MANIFEST_FILE } from "../skills/store.ts";
-import { saveSkill, SkillWriteError } from "../skills/save.ts";
+import { CODE_FILE, MANIFEST_FILE } from "../skills/names.ts";
 import { checkCalls, type SkillCall } from "../skills/check.ts";
 import type { Policy } from "../config/policy.ts";
 import type { SkillsMode } from "../skills/sources.ts";
@@ -23,8 +22,8 @@ export type RpcMethod = (
 /** What the skill methods need from the rest of the host. */
 export interface SkillsApiDeps {
   mode: SkillsMode;
-  /** The local skills; absent when skills are off. */
-  store?: SkillStore;
+  /** The local skills, loaded on first use; undefined when skills are off. */
+  store?: () => Promise<SkillStore | undefined>;
   /** Upstream skills: what servers publish, and their files (verified by the SDK). */
   upstream: {
     readSkill(server: string, skill: string, file?: string): Promise<{ text?: string; files: string[] }>;
@@ -45,14 +44,13 @@ const MAX_NOTES = 20;
 
 /** The skill RPC methods, by name. */
 export function skillMethods(deps: SkillsApiDeps): Record<string, RpcMethod> {
-  const store = (): SkillStore => {
-    if (deps.mode === "off" || !deps.store) {
-      throw new RpcError("PermissionError", "Skills are turned off here (CODEMODE_SKILLS=off)");
-    }
-    return deps.store;
+  const store = async (): Promise<SkillStore> => {
+    const loaded = deps.mode === "off" ? undefined : await deps.store?.();
+    if (!loaded) throw new RpcError("PermissionError", "Skills are turned off here (CODEMODE_SKILLS=off)");
+    return loaded;
   };
   const localSkill = async (name: string) => {
-    const skills = store();
+    const skills = await store();
     await skills.fresh();
     const skill = skills.find(name);
     if (!skill) {
@@ -68,7 +66,7 @@ export function skillMethods(deps: SkillsApiDeps): Record<string, RpcMethod> {
 
   return {
     async list_skills() {
-      const skills = store();
+      const skills = await store();
       await skills.fresh();
       const local = skills.skills().map((s) => ({
         name: s.name,
@@ -90,7 +88,7 @@ export function skillMethods(deps: SkillsApiDeps): Record<string, RpcMethod> {
 
     async read_skill(params) {
       const name = stringParam(params, "name");
-      store();
+      await store();
       const slash = name.indexOf("/");
       if (slash >= 0) return await upstreamSkill(deps, name.slice(0, slash), name.slice(slash + 1));
       const { skills, skill } = await localSkill(name);
@@ -108,8 +106,10 @@ export function skillMethods(deps: SkillsApiDeps): Record<string, RpcMethod> {
     },
 
     async save_skill(params) {
+      // Loaded here, not at the top: it needs the SDK's server side, which most runs never use.
+      const { saveSkill, SkillWriteError } = await import("../skills/save.ts");
       try {
-        return await saveSkill(store(), {
+        return await saveSkill(await store(), {
           name: stringParam(params, "name"),
           code: stringParam(params, "code"),
           description: typeof params.description === "string" ? params.description : "",
@@ -125,7 +125,7 @@ export function skillMethods(deps: SkillsApiDeps): Record<string, RpcMethod> {
     },
 
     async check_skill_calls(params, context) {
-      store();
+      await store();
       const skill = stringParam(params, "skill");
       const calls = Array.isArray(params.calls) ? params.calls as SkillCall[] : [];
       const { findings } = await checkCalls(skill, `${skill}/${CODE_FILE}`, calls, {

@@ -15,3 +15,8 @@ export function skillFolderName(name: string): string {
 export function moduleName(name: string): string {
   return name.replaceAll("-", "_");
 }
+
+/** The file of a skill's code. */
+export const CODE_FILE = "skill.py";
+/** The file of a skill's documentation and frontmatter. */
+export const MANIFEST_FILE = "SKILL.md";

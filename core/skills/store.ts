@@ -16,7 +16,9 @@ import { lstat } from "node:fs/promises";
 import { join } from "node:path";
 import { type LayeredSkillFiles, layeredSkillFiles, type SkillDiagnostic } from "./layered_files.ts";
 import { directoryStamp, type SkillRoot, type SkillsMode } from "./sources.ts";
-import { moduleName, skillFolderName } from "./names.ts";
+import { CODE_FILE, MANIFEST_FILE, moduleName, skillFolderName } from "./names.ts";
+
+export { CODE_FILE, MANIFEST_FILE } from "./names.ts";
 import { SKILLS_SERVER, type ToolDoc } from "../catalog/docs.ts";
 
 export type { SkillDiagnostic } from "./layered_files.ts";
@@ -56,11 +58,6 @@ export interface SkillStoreOptions {
   /** How the directories are read (tests wrap the default to make files fail). */
   files?: (roots: SkillRoot[]) => LayeredSkillFiles;
 }
-
-/** The file of a skill's code. */
-export const CODE_FILE = "skill.py";
-/** The file of a skill's documentation and frontmatter. */
-export const MANIFEST_FILE = "SKILL.md";
 
 /** The skills of every skill directory, loaded by the SDK's catalog. */
 export class SkillStore {

@@ -29,7 +29,7 @@ import {
 } from "./errors.ts";
 import { UpstreamOutputLog } from "./output_log.ts";
 import { type ExitInfo, UpstreamStdioTransport } from "./stdio_transport.ts";
-import { type UpstreamSkillFile, UpstreamSkills } from "./skills.ts";
+import type { UpstreamSkillFile, UpstreamSkills } from "./skills.ts";
 
 /** Lifecycle of one server. */
 export type ServerState = "idle" | "starting" | "ready" | "failed" | "closed";
@@ -137,7 +137,7 @@ export class UpstreamConnection {
   /** Name and description of each skill the server publishes (skills extension); none if it has none. */
   async listSkills(): Promise<{ name: string; description: string }[]> {
     const session = await this.#ready();
-    session.skills ??= new UpstreamSkills(session.client);
+    session.skills ??= await upstreamSkills(session.client);
     try {
       const skills = await session.skills.list(this.#timeout());
       return skills.map((s) => ({ name: s.frontmatter.name, description: s.frontmatter.description }));
@@ -149,7 +149,7 @@ export class UpstreamConnection {
   /** One file of a published skill (`SKILL.md` by default), verified against the server's entry. */
   async readSkill(name: string, file?: string): Promise<UpstreamSkillFile & { files: string[] }> {
     const session = await this.#ready();
-    session.skills ??= new UpstreamSkills(session.client);
+    session.skills ??= await upstreamSkills(session.client);
     try {
       const read = await session.skills.read(name, file, this.#timeout());
       return { ...read, files: await session.skills.files(name, this.#timeout()) };
@@ -451,6 +451,12 @@ function send(
     return session.client.request({ method: "tools/call", params }, specTypeSchemas.CallToolResult, options);
   }
   return session.client.callTool(params, options) as Promise<CallToolResult>;
+}
+
+/** A server's skills; the client side of the skills extension loads only when a listing is asked for. */
+async function upstreamSkills(client: Client): Promise<UpstreamSkills> {
+  const { UpstreamSkills } = await import("./skills.ts");
+  return new UpstreamSkills(client);
 }
 
 function exitText(exit: ExitInfo): string {

@@ -401,7 +401,8 @@ Deno.test("mcp.runtime helpers answer locally or through the documented rpc meth
       "from mcp import runtime\n(runtime.discovered_servers(), runtime.discovered_servers(detailed=True), " +
         "'search_tool_docs' in runtime.capability_summary(), runtime.list_loaded_server_metadata())",
     );
-    assert.equal(local.rpcs.length, 0);
+    // Only capability_summary() asks the host, for the saved skills (unanswered here: it leaves them out).
+    assert.deepEqual(local.rpcs.map((rpc) => rpc.method), ["list_skills"]);
     assert.equal(
       local.done.value,
       "(('my-server',), ({'name': 'my-server', 'alias': 'my_server', 'description': 'A test server'},), True, " +
@@ -429,8 +430,8 @@ Deno.test("mcp.runtime helpers answer locally or through the documented rpc meth
       ["list_tools", { server: "my-server" }],
       ["query_tool_docs", { server: "my-server", tool: "echo", detail: "full" }],
       ["query_tool_docs", { server: "my-server", detail: "summary" }],
-      ["search_tool_docs", { query: "echo things", limit: 3 }],
-      ["search_tool_docs", { query: "echo", limit: 5 }],
+      ["search_tool_docs", { query: "echo things", limit: 3, detail: "summary" }],
+      ["search_tool_docs", { query: "echo", limit: 5, detail: "summary" }],
     ]);
     const bad = await python.execute("runtime.query_tool_docs_sync('my_server', detail='everything')");
     assert.match(bad.done.error ?? "", /ValueError: Unknown detail 'everything': use 'summary' or 'full'/);

@@ -54,7 +54,7 @@ async function setup(mode: "rw" | "ro" | "off" = "rw", policy = new Policy()) {
   ];
   const skills: SkillsOptions = {
     mode,
-    store,
+    store: () => Promise.resolve(store),
     upstream: {
       readSkill: (server, skill) =>
         skill === "guide"

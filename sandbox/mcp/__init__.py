@@ -3,6 +3,7 @@
     from mcp import runtime          # discovery helpers, call_tool, capability_summary
     from mcp import ToolError        # raised when a tool reports an error
     from mcp.servers.<alias> import <tool>
+    from skills import <name>        # a saved skill (runtime.save_skill, runtime.list_skills)
 
 Every configured server is also a global `mcp_<alias>` and an entry in `mcp_servers[name]`.
 """

@@ -19,6 +19,8 @@ export interface CliConfig {
   /** What the policy lets sandbox code reach; the CLI shows and starts no more than that. */
   policy: Policy;
   lister: (spec: ServerSpec) => Promise<Tool[]>;
+  /** Lists the skills a server publishes (skills extension), starting it like `lister`. */
+  skillLister: (spec: ServerSpec) => Promise<{ name: string; description: string }[]>;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ export async function cliConfig(): Promise<CliConfig> {
     discovery,
     policy,
     lister: async (spec) => (await getPool()).listTools(spec.name),
+    skillLister: async (spec) => (await getPool()).listSkills(spec.name),
     close: async () => {
       if (pool) await (await pool).close();
     },

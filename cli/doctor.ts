@@ -6,7 +6,7 @@
  */
 import { createCodemode, defaultPlugins } from "../mod.ts";
 import { bootstrapCommand, bootstrapFrame } from "../sandbox/source.ts";
-import { checkSettings, type DoctorReport, runDoctor } from "../core/doctor/checks.ts";
+import { checkSettings, checkSkills, type DoctorReport, runDoctor } from "../core/doctor/checks.ts";
 import { configCandidates, type ConfigFile, ConfigFileError, readConfigFile } from "../core/config/file.ts";
 import type { RuntimeCheck } from "../core/doctor/runtime.ts";
 import { describeLibraries } from "../core/doctor/libraries.ts";
@@ -51,6 +51,7 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
       sandbox: { command: bootstrapCommand(), bootstrap: () => bootstrapFrame(app.bootstrapConfig()) },
       configFile,
       configSearched: configCandidates(env, process.cwd()),
+      skills: checkSkills(settings.skills, await app.skillStore()),
     });
   } finally {
     await app.close();
@@ -166,6 +167,7 @@ export function renderReport(report: DoctorReport, c: Colors): string {
   );
 
   section("Policy", renderPolicy(report, c));
+  if (report.skills) section(`Skills (CODEMODE_SKILLS=${report.skills.mode})`, renderSkills(report, c));
 
   section(
     "Mounts",
@@ -220,6 +222,21 @@ function renderPolicy(report: DoctorReport, c: Colors): string {
   ];
   if (p.open) lines.push(c.dim("Every configured server and tool is reachable from the sandbox"));
   for (const r of p.refusedServers) lines.push(`${mark("info", c)} ${r.reason}`);
+  return lines.join("\n");
+}
+
+/** The skill directories with how many skills each gave; problems are listed with the others. */
+function renderSkills(report: DoctorReport, c: Colors): string {
+  const s = report.skills!;
+  if (s.mode === "off") return c.dim("Skills are off: nothing is loaded, saved or served");
+  const lines = [
+    table(
+      ["", "directory", "kind", "skills"],
+      s.dirs.map((d) => [mark("ok", c), d.path, d.kind, String(d.skills)]),
+      c,
+    ),
+  ];
+  if (s.mode === "ro") lines.push(c.dim("Read-only: skills load, but sandbox code cannot save them"));
   return lines.join("\n");
 }
 

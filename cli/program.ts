@@ -76,6 +76,29 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
     .option("--quick", "skip starting each MCP server")
     .action(async (opts) => setExit(await (await import("./doctor.ts")).doctor(opts)));
 
+  const skills = program.command("skills")
+    .description("List, show, remove and check saved skills (code and know-how sandbox code reuses)");
+  skills.command("list")
+    .description("List the skills of every skill directory, and those that failed to load")
+    .option("--json", "print JSON for scripts")
+    .action(async (opts) => setExit(await (await import("./skills.ts")).list(opts)));
+  skills.command("show")
+    .description("Print a skill's SKILL.md and code")
+    .argument("<name>", "skill name (hyphens or underscores)")
+    .option("--json", "print JSON for scripts")
+    .action(async (name, opts) => setExit(await (await import("./skills.ts")).show(name, opts)));
+  skills.command("rm")
+    .description("Remove a skill's folder")
+    .argument("<name>", "skill name (hyphens or underscores)")
+    .option("--json", "print JSON for scripts")
+    .action(async (name, opts) => setExit(await (await import("./skills.ts")).rm(name, opts)));
+  skills.command("check")
+    .description(
+      "Check each skill's MCP tool calls against the servers' current tools; exit 1 on any finding",
+    )
+    .option("--json", "print JSON for scripts")
+    .action(async (opts) => setExit(await (await import("./skills.ts")).check(opts)));
+
   const image = program.command("image").description("Manage the sandbox image");
   registerImageCommand(image, setExit);
 

@@ -6,7 +6,8 @@
  */
 import type { Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
-import { type CatalogProgress, ToolCatalog } from "../core/catalog/catalog.ts";
+import { type CatalogProgress, type SkillLister, ToolCatalog } from "../core/catalog/catalog.ts";
+import type { ToolDoc } from "../core/catalog/docs.ts";
 import { Policy } from "../core/config/policy.ts";
 import pc from "picocolors";
 
@@ -18,6 +19,10 @@ export interface CatalogDeps {
   stateDir: string;
   /** Lists a server's tools, starting it if need be. */
   lister: (spec: ServerSpec) => Promise<Tool[]>;
+  /** Lists the skills a server publishes; without it (skills off) published skills are not searched. */
+  skillLister?: SkillLister;
+  /** The local skills as search docs; without it (skills off) they are not searched. */
+  skillDocs?: () => Promise<ToolDoc[]>;
   /** Servers and tools it refuses are neither started nor shown (default: everything allowed). */
   policy?: Policy;
   /** Where results go, in newline-terminated chunks (default: process stdout). */
@@ -70,11 +75,13 @@ export async function runSearch(
   const catalog = await indexedCatalog(specs, deps, io);
   const failed = catalog.status().filter((s) => s.state === "failed");
   for (const s of failed) io.err(`Could not list the tools of "${s.server}": ${s.error}`);
-  if (specs.length && failed.length === specs.length) return 1;
+  if (opts.server === undefined && deps.skillDocs) catalog.setSkillDocs(await deps.skillDocs());
+  if (specs.length && failed.length === specs.length && !catalog.skillDocs().length) return 1;
 
-  const hits = policy.open
+  const skills = Boolean(deps.skillDocs);
+  const hits = policy.open && skills
     ? catalog.search(query, { limit: opts.limit, server: opts.server })
-    : allowedHits(catalog, policy, query, opts);
+    : allowedHits(catalog, policy, query, opts, skills);
   if (opts.json) {
     io.out(JSON.stringify(hits, null, 2));
     return 0;
@@ -132,7 +139,11 @@ export async function indexedCatalog(
     }
     bar?.update(p.done, { server: p.server });
   };
-  const catalog = new ToolCatalog(specs, deps.lister, { stateDir: deps.stateDir, onProgress });
+  const catalog = new ToolCatalog(specs, deps.lister, {
+    stateDir: deps.stateDir,
+    onProgress,
+    skillLister: deps.skillLister,
+  });
   await catalog.ready();
   await pending;
   bar?.stop();
@@ -169,12 +180,23 @@ export function firstSentence(text: string, max: number): string {
   return sentence.length > max ? sentence.slice(0, max - 1) + "…" : sentence;
 }
 
-/** Search hits the policy allows: more are asked for, so refused tools don't leave the list short. */
-function allowedHits(catalog: ToolCatalog, policy: Policy, query: string, opts: SearchCommandOptions) {
+/**
+ * Search hits the policy allows (and skills only when they are on): more are asked for, so refused tools
+ * don't leave the list short.
+ */
+function allowedHits(
+  catalog: ToolCatalog,
+  policy: Policy,
+  query: string,
+  opts: SearchCommandOptions,
+  skills: boolean,
+) {
   const annotations = new Map(catalog.docs().map((d) => [`${d.server}\0${d.tool}`, d.annotations]));
   return catalog.search(query, { limit: Math.max(100, opts.limit), server: opts.server })
     .filter((hit) =>
-      policy.allowsTool(hit.server, hit.tool, annotations.get(`${hit.server}\0${hit.tool}`)).ok
+      hit.kind === "skill"
+        ? skills
+        : policy.allowsTool(hit.server, hit.tool, annotations.get(`${hit.server}\0${hit.tool}`)).ok
     )
     .slice(0, opts.limit);
 }

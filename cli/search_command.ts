@@ -5,6 +5,10 @@
 import { type CliConfig, cliConfig } from "./_config.ts";
 import { type CatalogDeps, runSearch } from "./search.ts";
 import { runTools } from "./tools.ts";
+import { existsSync } from "node:fs";
+import type { Settings } from "../core/config/settings.ts";
+import type { ToolDoc } from "../core/catalog/docs.ts";
+import { skillRoots } from "../core/skills/sources.ts";
 
 /** `codemode search <query...> [--limit N] [--server S] [--json]`. */
 export async function search(
@@ -34,10 +38,21 @@ export async function tools(server: string, opts: { json?: boolean }): Promise<n
 }
 
 function catalogDeps(config: CliConfig): CatalogDeps {
+  const settings = config.settings;
   return {
     specs: config.discovery.servers,
-    stateDir: config.settings.stateDir,
+    stateDir: settings.stateDir,
     lister: config.lister,
+    skillLister: settings.skills === "off" ? undefined : config.skillLister,
+    skillDocs: settings.skills === "off" ? undefined : () => localSkillDocs(settings),
     policy: config.policy,
   };
+}
+
+/** The local skills as search docs: none without a skill directory, else cached while they are unchanged. */
+async function localSkillDocs(settings: Settings): Promise<ToolDoc[]> {
+  const roots = skillRoots({ dirs: settings.skillDirs });
+  if (!roots.some((root) => existsSync(root.path))) return [];
+  const { cachedSkillDocs } = await import("../core/skills/docs_cache.ts");
+  return await cachedSkillDocs(roots, settings.stateDir);
 }

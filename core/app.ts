@@ -24,6 +24,9 @@ import { StatsPublisher } from "./observe/stats_file.ts";
 import { ArtifactStores } from "./artifacts/stores.ts";
 import type { ArtifactStore } from "./artifacts/store.ts";
 import { ARTIFACTS_DIR, MAX_ARTIFACTS_PER_RUN } from "./sandbox/artifact_receiver.ts";
+import type { SkillStore } from "./skills/store.ts";
+import { skillRoots } from "./skills/sources.ts";
+import { type ToolDoc, toolDoc } from "./catalog/docs.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -42,6 +45,8 @@ export interface CodemodeOptions {
   servers?: ServerSpec[];
   /** Start indexing every server's tools in the background (serve does; one-shot commands don't). */
   indexInBackground?: boolean;
+  /** The working directory whose `.codemode/skills/` is the first skill directory (default: the process's). */
+  cwd?: string;
 }
 
 /** A running codemode: its servers, pool, catalog and sandbox sessions. */
@@ -58,6 +63,9 @@ export class Codemode {
   readonly artifacts: ArtifactStores;
   #stores = new Map<string, ArtifactStore>();
   #options: CodemodeOptions;
+  #skills?: Promise<SkillStore | undefined>;
+  /** The store once loaded (the capabilities text is built synchronously). */
+  #loadedSkills?: SkillStore;
   #runtime?: Promise<RuntimePlugin>;
   #stats?: StatsPublisher;
 
@@ -75,6 +83,7 @@ export class Codemode {
     this.pool = new UpstreamPool(this.servers);
     this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listTools(spec.name), {
       stateDir: this.settings.stateDir,
+      skillLister: (spec) => this.pool.listSkills(spec.name),
     });
     const s = this.settings;
     this.artifacts = new ArtifactStores(s.stateDir, {
@@ -92,6 +101,13 @@ export class Codemode {
         this.catalog,
         { unwrap: unwrapToolResult, raw: encodeRawResult },
         this.policy,
+        {
+          mode: this.settings.skills,
+          store: () => this.skillStore(),
+          upstream: this.pool,
+          skillDocs: () => this.catalog.skillDocs(),
+          toolDocs: (server) => this.#toolDocs(server),
+        },
       ),
       maxOutput: s.maxOutput,
       maxDisplay: s.maxDisplay,
@@ -114,6 +130,8 @@ export class Codemode {
       );
     for (const d of discovery.diagnostics) logDiagnostic(d);
     const app = new Codemode(options, discovery);
+    // A serve loads its skills up front: its clients and search see them from the first request.
+    if (options.indexInBackground) await app.skillStore();
     if (options.indexInBackground) app.catalog.start();
     return app;
   }
@@ -166,11 +184,29 @@ export class Codemode {
   }
 
   /**
+   * The local skills, loaded on first use (the SDK's skills catalog is part of its server side, which
+   * one-shot commands that never touch a skill do not load); undefined when CODEMODE_SKILLS=off or they
+   * could not be loaded at all.
+   */
+  skillStore(): Promise<SkillStore | undefined> {
+    this.#skills ??= openSkills(this.#options).then((store) => {
+      if (store) {
+        this.#loadedSkills = store;
+        this.catalog.setSkillDocs(store.docs());
+        store.onChange(() => this.catalog.setSkillDocs(store.docs()));
+      }
+      return store;
+    });
+    return this.#skills;
+  }
+
+  /**
    * An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`.
    * The server side of the MCP SDK loads here, on first use: `run`, `search` and `doctor` never serve.
    */
   async mcpServer(sessionKey: string): Promise<McpServer> {
     const { createMcpServer } = await import("./serve/mcp_server.ts");
+    const skills = await this.skillStore();
     if (!this.#stats) {
       this.#stats = new StatsPublisher(this.settings.stateDir);
       this.#stats.start();
@@ -180,12 +216,33 @@ export class Codemode {
       output: this.#options.plugins.output(this.settings.output),
       defaultTimeout: this.settings.timeout,
       maxTimeout: this.settings.maxTimeout,
-      capabilities: () => capabilityText(this.servers, this.#runtimeName(), this.policy),
+      capabilities: () =>
+        capabilityText(
+          this.servers,
+          this.#runtimeName(),
+          this.policy,
+          this.#loadedSkills && {
+            writable: this.#loadedSkills.mode === "rw",
+            list: this.#loadedSkills.skills(),
+          },
+        ),
       preload: (names) => this.preload(names),
       sessionKey,
       version: this.#options.version,
       artifacts: this.artifactStore(sessionKey),
+      skills: skills?.catalog,
     });
+  }
+
+  /** A server's tool docs for a skill's drift check: indexed ones, else listed now (undefined if it fails). */
+  async #toolDocs(server: string): Promise<ToolDoc[] | undefined> {
+    const indexed = this.catalog.docs(server);
+    if (indexed.length) return indexed;
+    try {
+      return (await this.pool.listTools(server)).map((tool) => toolDoc(server, tool));
+    } catch {
+      return undefined;
+    }
   }
 
   /** Starts the named servers; returns why each name that cannot be started can't (unknown, refused). */
@@ -218,6 +275,24 @@ export class Codemode {
 
   #runtimeName(): string | undefined {
     return this.settings.runtime === "auto" ? undefined : this.settings.runtime;
+  }
+}
+
+/** The local skills, unless they are off; a failure to load them is logged, never fatal. */
+async function openSkills(options: CodemodeOptions): Promise<SkillStore | undefined> {
+  const settings = options.settings;
+  if (settings.skills === "off") return undefined;
+  try {
+    const { SkillStore } = await import("./skills/store.ts");
+    const store = await SkillStore.open({
+      roots: skillRoots({ cwd: options.cwd, dirs: settings.skillDirs }),
+      mode: settings.skills,
+    });
+    for (const d of store.diagnostics()) log.info("skill problem", { path: d.path, message: d.message });
+    return store;
+  } catch (error) {
+    log.warn("skills could not be loaded", { error: String(error) });
+    return undefined;
   }
 }
 

@@ -28,6 +28,8 @@ import watchdog from "./codemode_runtime/watchdog.py" with { type: "text" };
 import mcpInit from "./mcp/__init__.py" with { type: "text" };
 import mcpProxy from "./mcp/_proxy.py" with { type: "text" };
 import mcpSchema from "./mcp/_schema.py" with { type: "text" };
+import mcpSkillCode from "./mcp/_skill_code.py" with { type: "text" };
+import mcpSkills from "./mcp/_skills.py" with { type: "text" };
 import mcpRuntime from "./mcp/runtime.py" with { type: "text" };
 import mcpServers from "./mcp/servers/__init__.py" with { type: "text" };
 
@@ -58,6 +60,8 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "mcp": mcpInit,
   "mcp._proxy": mcpProxy,
   "mcp._schema": mcpSchema,
+  "mcp._skill_code": mcpSkillCode,
+  "mcp._skills": mcpSkills,
   "mcp.runtime": mcpRuntime,
   "mcp.servers": mcpServers,
 });

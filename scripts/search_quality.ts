@@ -190,7 +190,7 @@ if (import.meta.main) {
   const even = queries.filter((_, i) => i % 2 === 0);
   const odd = queries.filter((_, i) => i % 2 === 1);
   const flat: Config = {
-    weights: { server: 1, name: 1, title: 1, description: 1, params: 1, paramDocs: 1 },
+    weights: { server: 1, name: 1, title: 1, description: 1, params: 1, paramDocs: 1, body: 1 },
     threshold: 0.4,
     nameCoverage: 0,
   };

@@ -12,10 +12,27 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ServerSpec } from "../contracts/discovery.ts";
 import { type SearchHit, type SearchOptions, ToolIndex } from "./index.ts";
-import { type ToolDoc, toolDoc, type ToolFull, toolFull, type ToolSummary, toolSummary } from "./docs.ts";
+import {
+  SKILLS_SERVER,
+  type ToolDoc,
+  toolDoc,
+  type ToolFull,
+  toolFull,
+  type ToolSummary,
+  toolSummary,
+} from "./docs.ts";
 
 /** Lists a server's tools (starting it if need be). */
 export type ToolLister = (spec: ServerSpec) => Promise<Tool[]>;
+
+/** A skill an upstream server publishes through the MCP skills extension (its frontmatter's name and description). */
+export interface UpstreamSkillInfo {
+  name: string;
+  description: string;
+}
+
+/** Lists the skills a server publishes (none when it does not declare the skills extension). */
+export type SkillLister = (spec: ServerSpec) => Promise<UpstreamSkillInfo[]>;
 
 /** Where a server's docs stand: queued, read from cache, being listed, listed, or listing failed. */
 export type IndexState = "pending" | "cached" | "indexing" | "ready" | "failed";
@@ -51,12 +68,15 @@ export interface ToolCatalogOptions {
   timeoutMs?: number;
   /** Called whenever a server settles (cached, ready or failed). */
   onProgress?: (progress: CatalogProgress) => void;
+  /** Lists the skills each server publishes, after its tools; they are searched with the tools. */
+  skillLister?: SkillLister;
 }
 
 /** Defaults of {@link ToolCatalogOptions}. */
 export const defaults = { concurrency: 4, timeoutMs: 30_000 };
 
-const CACHE_VERSION = 1;
+// 2: upstream skills are cached with the tools.
+const CACHE_VERSION = 2;
 const CLOSED = "The tool catalog was closed before this server was listed";
 
 interface CacheFile {
@@ -65,6 +85,7 @@ interface CacheFile {
   key: string;
   indexedAt: string;
   tools: ToolDoc[];
+  skills?: ToolDoc[];
 }
 
 interface Entry {
@@ -72,6 +93,8 @@ interface Entry {
   key: string;
   status: ServerIndexStatus;
   docs: ToolDoc[];
+  /** Skills the server publishes, as docs of server "skills" and tool "<server>/<name>". */
+  skills: ToolDoc[];
   settled: Promise<void>;
   settle: () => void;
   /** Whether this server already counts as done for progress (a later refresh does not count again). */
@@ -109,6 +132,7 @@ export class ToolCatalog {
   #closed = false;
   #index?: ToolIndex;
   #done = 0;
+  #localSkills: ToolDoc[] = [];
 
   /** A catalog of `specs`; nothing happens until {@link start} or {@link ready}. */
   constructor(specs: readonly ServerSpec[], lister: ToolLister, options: ToolCatalogOptions) {
@@ -128,6 +152,7 @@ export class ToolCatalog {
         key: specKey(spec),
         status,
         docs: [],
+        skills: [],
         settled,
         settle,
         counted: false,
@@ -175,9 +200,21 @@ export class ToolCatalog {
     return tool === undefined ? all : all.filter((t) => t.tool === tool || t.alias === tool);
   }
 
-  /** Searches everything indexed so far. */
+  /** Skill docs known so far: the local skills, then those upstream servers publish. */
+  skillDocs(): ToolDoc[] {
+    return [...this.#localSkills, ...[...this.#entries.values()].flatMap((e) => e.skills)];
+  }
+
+  /** Replaces the local skills' docs (they are searched with the tools, as server "skills"). */
+  setSkillDocs(docs: readonly ToolDoc[]): void {
+    this.#localSkills = docs.map((d) => ({ ...d, server: SKILLS_SERVER, kind: "skill" as const }));
+    this.#index = undefined;
+  }
+
+  /** Searches everything indexed so far: tools and skills. */
   search(query: string, options: SearchOptions = {}): SearchHit[] {
-    this.#index ??= new ToolIndex(this.docs());
+    this.#index ??= new ToolIndex([...this.docs(), ...this.skillDocs()]);
+    // A skill is no server's tool: asking for one server's tools leaves skills out.
     return this.#index.search(query, options);
   }
 
@@ -202,7 +239,8 @@ export class ToolCatalog {
     await Promise.all(entries.map(async (entry) => {
       const docs = await this.#readCache(entry);
       if (docs) {
-        entry.docs = docs;
+        entry.docs = docs.tools;
+        entry.skills = docs.skills;
         this.#settle(entry, { state: "cached" });
       } else missing.push(entry);
     }));
@@ -242,7 +280,11 @@ export class ToolCatalog {
         );
       });
       const tools = await Promise.race([this.#lister(entry.spec), timeout]);
-      await this.#accept(entry, tools);
+      // Skills are extra: a server that fails to list them still has its tools.
+      const skills = this.#options.skillLister
+        ? await Promise.race([this.#options.skillLister(entry.spec), timeout]).catch(() => undefined)
+        : undefined;
+      await this.#accept(entry, tools, skills);
     } catch (error) {
       this.#settle(entry, { state: "failed", error: error instanceof Error ? error.message : String(error) });
     } finally {
@@ -250,8 +292,9 @@ export class ToolCatalog {
     }
   }
 
-  async #accept(entry: Entry, tools: Tool[]): Promise<void> {
+  async #accept(entry: Entry, tools: Tool[], skills?: UpstreamSkillInfo[]): Promise<void> {
     entry.docs = tools.map((tool) => toolDoc(entry.spec.name, tool));
+    if (skills) entry.skills = skills.map((skill) => upstreamSkillDoc(entry.spec.name, skill));
     // Written before the server counts as ready, so a CLI that exits right after ready() keeps the cache.
     await this.#writeCache(entry).catch(() => {
       // A read-only or full state dir costs a re-list next time, nothing more.
@@ -289,14 +332,17 @@ export class ToolCatalog {
     return join(this.#dir, `${entry.key}.json`);
   }
 
-  async #readCache(entry: Entry): Promise<ToolDoc[] | undefined> {
+  async #readCache(entry: Entry): Promise<{ tools: ToolDoc[]; skills: ToolDoc[] } | undefined> {
     try {
       const data = JSON.parse(await readFile(this.#file(entry), "utf8")) as Partial<CacheFile>;
       const valid = data.version === CACHE_VERSION && data.key === entry.key &&
         data.server === entry.spec.name &&
         Array.isArray(data.tools) &&
         data.tools.every((t) => t && typeof t.tool === "string" && t.server === entry.spec.name);
-      return valid ? data.tools : undefined;
+      const skills = Array.isArray(data.skills)
+        ? data.skills.filter((s) => s && typeof s.tool === "string" && s.server === SKILLS_SERVER)
+        : [];
+      return valid ? { tools: data.tools as ToolDoc[], skills } : undefined;
     } catch {
       // Missing or corrupt: list the server again, and the rewrite replaces the bad file.
       return undefined;
@@ -311,6 +357,7 @@ export class ToolCatalog {
       key: entry.key,
       indexedAt: new Date().toISOString(),
       tools: entry.docs,
+      skills: entry.skills,
     };
     await mkdir(this.#dir, { recursive: true });
     const temp = `${file}.${randomUUID()}.tmp`;
@@ -322,4 +369,14 @@ export class ToolCatalog {
       throw error;
     }
   }
+}
+
+/** The doc of a skill an upstream server publishes: found by search, read as `read_skill("<server>/<name>")`. */
+export function upstreamSkillDoc(server: string, skill: UpstreamSkillInfo): ToolDoc {
+  return {
+    server: SKILLS_SERVER,
+    tool: `${server}/${skill.name}`,
+    description: skill.description,
+    kind: "skill",
+  };
 }

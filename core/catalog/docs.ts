@@ -15,7 +15,14 @@ export interface ToolDoc {
   inputSchema?: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
   annotations?: Record<string, unknown>;
+  /** `"skill"` for a skill: `server` is `"skills"` and `tool` its name (or `<server>/<name>` upstream). */
+  kind?: "skill";
+  /** More text to search, weighted low: a skill's SKILL.md. */
+  body?: string;
 }
+
+/** The `server` of every skill's doc: skills are searched with the tools and told apart by it. */
+export const SKILLS_SERVER = "skills";
 
 /** The short view of a tool: enough to pick one. */
 export interface ToolSummary {
@@ -44,10 +51,19 @@ export interface SearchFields {
   description: string[];
   params: string[];
   paramDocs: string[];
+  body: string[];
 }
 
 /** The field names of {@link SearchFields}, in a fixed order. */
-export const SEARCH_FIELDS = ["server", "name", "title", "description", "params", "paramDocs"] as const;
+export const SEARCH_FIELDS = [
+  "server",
+  "name",
+  "title",
+  "description",
+  "params",
+  "paramDocs",
+  "body",
+] as const;
 
 /** One searchable field of a tool doc. */
 export type SearchField = typeof SEARCH_FIELDS[number];
@@ -104,6 +120,7 @@ export function searchFields(doc: ToolDoc): SearchFields {
     description: splitWords(doc.description ?? ""),
     params: Object.keys(properties).flatMap((name) => splitWords(name)),
     paramDocs,
+    body: doc.body ? splitWords(doc.body) : [],
   };
 }
 

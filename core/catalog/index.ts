@@ -23,6 +23,8 @@ export interface SearchHit {
   tool: string;
   description: string;
   score: number;
+  /** `"skill"` when the hit is a skill (its `server` is `"skills"`). */
+  kind?: "skill";
 }
 
 /** Per-search options. */
@@ -47,7 +49,7 @@ export interface ToolIndexOptions {
 
 /** Tuning chosen by measurement; see docs/search.md. */
 export const defaults: ToolIndexOptions = {
-  weights: { server: 1, name: 1, title: 1, description: 1, params: 0.6, paramDocs: 0.1 },
+  weights: { server: 1, name: 1, title: 1, description: 1, params: 0.6, paramDocs: 0.1, body: 0.2 },
   threshold: 0.5,
   nameCoverage: 0.1,
   cacheSize: 1000,
@@ -170,6 +172,7 @@ export class ToolIndex {
       tool: this.#docs[doc].tool,
       description: this.#docs[doc].description ?? "",
       score: Math.round(Math.min(1, score) * 1000) / 1000,
+      ...(this.#docs[doc].kind ? { kind: this.#docs[doc].kind } : {}),
     }));
   }
 

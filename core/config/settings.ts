@@ -5,7 +5,7 @@
  */
 import * as z from "zod";
 import { homedir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import { type ConfigFile, ConfigFileError, readConfigFile, userConfigDir } from "./file.ts";
 import { globList } from "./globs.ts";
 import { mountList, type MountSpec, resolveMounts } from "./mounts.ts";
@@ -265,6 +265,13 @@ const SPEC = {
     fallback: "64m",
     doc: "Under Pyodide, mounts are copied into its memory file system up to this many bytes in all",
   },
+  skills: {
+    env: "CODEMODE_SKILLS",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["rw", "ro", "off"])),
+    fallback: "rw",
+    doc: "Skills: rw saves and loads them, ro only loads them, off turns them off (see docs/skills.md)",
+  },
 } as const;
 
 type Spec = typeof SPEC;
@@ -273,6 +280,8 @@ export type SettingKey = keyof Spec;
 /** Validated settings. `sources` says where each value that is not the default came from. */
 export type Settings = { [K in keyof Spec]: z.output<Spec[K]["parse"]> } & {
   stateDir: string;
+  /** Extra skill directories from the config file's `skills: {dirs: [...]}`, absolute, in order. */
+  skillDirs: string[];
   sources?: SettingSources;
 };
 /** Per setting: the variable that set it, or the path of the config file that did. */
@@ -341,7 +350,8 @@ export function resolveSettings(
   file?: ConfigFile,
 ): { settings: Settings; problems: SettingProblem[] } {
   const problems: SettingProblem[] = [];
-  const fromFile = fileValues(file, problems);
+  const sections: FileSections = {};
+  const fromFile = fileValues(file, problems, sections, env);
   const out: Record<string, unknown> = {};
   const sources: SettingSources = {};
   const fallbackOf = (s: Spec[SettingKey]) =>
@@ -408,17 +418,61 @@ export function resolveSettings(
       out.mounts = resolved;
     }
   }
+  out.skillDirs = sections.skillDirs ?? [];
   out.sources = sources;
   return { settings: out as Settings, problems };
 }
 
+/** What the config file's structured keys hold beyond plain settings. */
+interface FileSections {
+  skillDirs?: string[];
+}
+
+/** `skills:` as a mapping: `mode` is CODEMODE_SKILLS, `dirs` the extra skill directories. */
+const SkillsSection = z.strictObject({
+  mode: z.enum(["rw", "ro", "off"]).optional(),
+  dirs: z.array(z.string().trim().min(1)).optional(),
+});
+
+/**
+ * Reads a structured key's mapping into `sections`; returns the raw value of the setting itself, if given.
+ * Paths are resolved: `~/` against HOME, relative ones against the config file's directory.
+ */
+function fileSection(
+  key: SettingKey,
+  value: object,
+  file: ConfigFile,
+  sections: FileSections,
+  env: Record<string, string | undefined>,
+): { raw?: string; problem?: string } {
+  if (key !== "skills") return { problem: "expected a value or a list of values, not a mapping" };
+  const parsed = SkillsSection.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue.path.length ? ` at ${issue.path.join(".")}` : "";
+    return { problem: `expected {mode: rw|ro|off, dirs: [paths]}${where}: ${describeIssue(issue)}` };
+  }
+  const home = env.HOME || homedir();
+  sections.skillDirs = (parsed.data.dirs ?? []).map((dir) =>
+    dir === "~" || dir.startsWith("~/")
+      ? join(home, dir.slice(1))
+      : isAbsolute(dir)
+      ? dir
+      : resolve(dirname(file.path), dir)
+  );
+  return { raw: parsed.data.mode };
+}
+
 /**
  * A config file's values as the strings a variable would hold, by setting key. Keys match in any case,
- * with or without `_` and `-` (`maxToolCalls`, `max_tool_calls`); lists are joined with commas.
+ * with or without `_` and `-` (`maxToolCalls`, `max_tool_calls`); lists are joined with commas. A
+ * structured key (`skills: {mode, dirs}`) fills `sections` as well.
  */
 function fileValues(
   file: ConfigFile | undefined,
   problems: SettingProblem[],
+  sections: FileSections,
+  env: Record<string, string | undefined>,
 ): Map<SettingKey, { raw: string; source: string; as: string }> {
   const values = new Map<SettingKey, { raw: string; source: string; as: string }>();
   if (!file) return values;
@@ -440,6 +494,12 @@ function fileValues(
     }
     if (value === null || value === undefined) continue;
     const scalar = (v: unknown) => typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+    if (typeof value === "object" && !Array.isArray(value)) {
+      const section = fileSection(key, value, file, sections, env);
+      if (section.problem) problem(key, `Invalid ${as} in "${file.path}": ${section.problem}`);
+      else if (section.raw !== undefined) values.set(key, { raw: section.raw, source: file.path, as });
+      continue;
+    }
     if (!(scalar(value) || (Array.isArray(value) && value.every(scalar)))) {
       problem(key, `Invalid ${as} in "${file.path}": expected a value or a list of values, not a mapping`);
       continue;

@@ -20,11 +20,13 @@ import {
 } from "./config.ts";
 import { checkRuntime, type RuntimeCheck, type RuntimeCheckOptions } from "./runtime.ts";
 import type { CheckStatus, Finding } from "./finding.ts";
+import { skillFindings, type SkillsCheck } from "./skills.ts";
 import { checkMounts, type MountCheck, mountFindings } from "./mounts.ts";
 
 export type { CheckStatus, Finding } from "./finding.ts";
 export type { RuntimeCheck, SandboxProbe } from "./runtime.ts";
 export type { MountCheck } from "./mounts.ts";
+export { checkSkills, type SkillsCheck } from "./skills.ts";
 export {
   checkSettings,
   type ConfigFileCheck,
@@ -80,6 +82,8 @@ export interface DoctorReport {
   policy: PolicyCheck;
   /** Host folders the sandbox sees, and how the runtime in use brings them in. */
   mounts: MountCheck[];
+  /** Skill directories and skills that failed to load (absent when the caller did not check them). */
+  skills?: SkillsCheck;
   findings: Finding[];
 }
 
@@ -105,6 +109,8 @@ export interface DoctorInput {
   configFile?: ConfigFile | ConfigFileError;
   /** Where the config file was looked for. */
   configSearched?: string[];
+  /** The skills check, made by the caller from the loaded skills. */
+  skills?: SkillsCheck;
 }
 
 /** Whether the state directory exists and is writable (or can be created). Never throws. */
@@ -300,6 +306,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
       subject: `setting ${s.source === "default" ? s.env : s.source}`,
       ...s.problem!,
     })),
+    ...skillFindings(input.skills),
   ];
   return {
     version: input.version,
@@ -313,6 +320,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     settings: settingChecks,
     policy,
     mounts,
+    ...(input.skills ? { skills: input.skills } : {}),
     findings,
   };
 }

@@ -13,6 +13,10 @@ import { redact, secretsOf } from "../upstream/redact.ts";
 import { RpcError, type RpcHandler } from "./rpc.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
+import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
+
+/** What the skill methods need beyond what the API already has (see skills_api.ts). */
+export type SkillsOptions = Omit<SkillsApiDeps, "policy" | "resolveServer" | "allowedServers">;
 
 /** The upstream side: the pool of MCP client connections. */
 export interface ToolCaller {
@@ -40,12 +44,16 @@ export interface ResultCodec {
   raw(result: CallToolResult): unknown;
 }
 
-/** Builds the RPC handler sandbox sessions use; `policy` decides what sandbox code may reach. */
+/**
+ * Builds the RPC handler sandbox sessions use; `policy` decides what sandbox code may reach. Without
+ * `skills` the skill methods answer that skills are off.
+ */
 export function sandboxApi(
   pool: ToolCaller,
   docs: DocSearch,
   codec: ResultCodec,
   policy: Policy = new Policy(),
+  skills?: SkillsOptions,
 ): RpcHandler {
   // One AbortSignal per run, so counting by signal counts per run and forgets finished runs by itself.
   const callsMade = new WeakMap<AbortSignal, number>();
@@ -112,22 +120,39 @@ export function sandboxApi(
         if (!query) throw new RpcError("ValueError", "search_tool_docs needs a query");
         const limit = Math.max(1, Math.min(100, Number(params.limit ?? 5) || 5));
         const serverName = typeof params.server === "string" ? server(params) : undefined;
-        const full = params.detail === "full";
-        // Refused tools are dropped after ranking, so ask for the most and keep the first allowed ones.
-        const hits = await docs.search(query, { limit: policy.open ? limit : 100, server: serverName });
-        const found: Record<string, unknown>[] = [];
-        for (const hit of hits) {
+        const skillsOn = skills !== undefined && skills.mode !== "off";
+        if (skillsOn) await (await skills.store?.())?.fresh();
+        const visible = (hit: SearchHit) => {
+          if (hit.kind === "skill") return skillsOn;
           const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
-          if (!policy.open && !policy.allowsTool(hit.server, hit.tool, doc?.annotations).ok) continue;
+          return policy.allowsTool(hit.server, hit.tool, doc?.annotations).ok;
+        };
+        // Hidden hits are dropped after ranking, so ask for the most and keep the first visible ones.
+        const hits = policy.open && skillsOn
+          ? await docs.search(query, { limit, server: serverName })
+          : (await docs.search(query, { limit: 100, server: serverName })).filter(visible).slice(0, limit);
+        const full = params.detail === "full";
+        return hits.map((hit) => {
+          if (hit.kind === "skill") return hit;
+          const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
           const detail = full && doc ? toolFull(doc) : { alias: pythonAlias(hit.tool) };
-          found.push({ ...hit, ...detail, description: hit.description, score: hit.score });
-          if (found.length === limit) break;
-        }
-        return found;
+          return { ...hit, ...detail, description: hit.description, score: hit.score };
+        });
       },
     };
+  const skillApi: Record<string, RpcMethod> = skillMethods({
+    mode: "off",
+    upstream: { readSkill: () => Promise.reject(new Error("no upstream")) },
+    skillDocs: () => [],
+    toolDocs: () => Promise.resolve(undefined),
+    ...skills,
+    policy,
+    resolveServer: (name) => server({ name }, "name"),
+    allowedServers,
+  });
 
   return async (method, params, context) => {
+    if (Object.hasOwn(skillApi, method)) return await skillApi[method](params, context);
     const serve = Object.hasOwn(methods, method) ? methods[method] : undefined;
     if (!serve) throw new RpcError("NotImplementedError", `Unknown host method "${method}"`);
     return await serve(params, context.signal);

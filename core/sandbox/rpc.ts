@@ -12,6 +12,8 @@ export interface RpcContext {
   signal: AbortSignal;
   /** The request the run serves (for logs; lines written during the call carry it already). */
   requestId?: string;
+  /** Adds a note to the result of the run that made the call (e.g. a skill's drift findings). */
+  note?: (text: string) => void;
 }
 
 /** Serves one call from the sandbox; the resolved value is sent back as JSON. */

@@ -29,6 +29,8 @@ export interface RunRecord {
   cancelled: boolean;
   /** What the run displayed. */
   displays?: DisplayCollector;
+  /** Notes the host added while serving the run's calls. */
+  notes?: string[];
 }
 
 /** The message of a run the client cancelled and the sandbox interrupted. */
@@ -44,7 +46,12 @@ export function runResult(end: RunEnd, run: RunRecord): RunResult {
     duration: run.duration,
     ...(shown?.displays.length ? { displays: shown.displays } : {}),
   };
-  const notes = [...run.stdout.notes("stdout"), ...run.stderr.notes("stderr"), ...shown?.notes ?? []];
+  const notes = [
+    ...run.stdout.notes("stdout"),
+    ...run.stderr.notes("stderr"),
+    ...shown?.notes ?? [],
+    ...run.notes ?? [],
+  ];
   if ("stopped" in end) {
     const deadline = end.stopped === "deadline";
     return {

@@ -68,6 +68,8 @@ interface ActiveRun {
   artifacts?: ArtifactReceiver;
   /** Pushes the host's deadline back while artifacts arrive (within a fixed budget). */
   extend?: () => void;
+  /** Notes host calls added during the run (e.g. an imported skill's drift findings). */
+  notes: string[];
 }
 
 const encoder = new TextEncoder();
@@ -220,6 +222,7 @@ export class SandboxSession {
             this.#malformed(why)),
         }
         : {}),
+      notes: [],
     };
     this.#run = run;
     const graceMs = this.#options.graceMs ?? 2000;
@@ -402,6 +405,7 @@ export class SandboxSession {
       session: this.name,
       signal: run?.controller.signal ?? AbortSignal.abort(),
       requestId: run?.requestId,
+      note: (text: string) => void run?.notes.push(text),
     };
     const call = () => this.#options.rpc(frame.method, frame.params, context);
     try {

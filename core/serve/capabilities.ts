@@ -7,8 +7,25 @@ import type { ServerSpec } from "../contracts/discovery.ts";
 import { pythonAlias } from "../python_alias.ts";
 import type { Policy } from "../config/policy.ts";
 
-/** Markdown describing what sandbox code can do here (only the servers the policy allows are listed). */
-export function capabilityText(servers: ServerSpec[], runtime?: string, policy?: Policy): string {
+/** A skill as the capabilities text lists it. */
+export interface SkillLine {
+  name: string;
+  description: string;
+}
+
+/** Skills listed by name at most; the rest are found with search. */
+const MAX_SKILLS = 20;
+
+/**
+ * Markdown describing what sandbox code can do here (only the servers the policy allows are listed), and
+ * the saved skills when `skills` is given (undefined: skills are off).
+ */
+export function capabilityText(
+  servers: ServerSpec[],
+  runtime?: string,
+  policy?: Policy,
+  skills?: { writable: boolean; list: SkillLine[] },
+): string {
   const lines = [
     "# codemode: run_python",
     "",
@@ -47,9 +64,30 @@ export function capabilityText(servers: ServerSpec[], runtime?: string, policy?:
     "",
     `## Configured servers (${servers.length})`,
     ...servers.map((s) => `- \`${pythonAlias(s.name)}\`${s.description ? `: ${s.description}` : ""}`),
+    ...skillLines(skills),
     ...policyLines(policy),
   ];
   return lines.filter((line, i, all) => !(line === "" && all[i - 1] === "")).join("\n") + "\n";
+}
+
+/** How to use saved skills, and which exist (capped; search finds the rest). */
+function skillLines(skills: { writable: boolean; list: SkillLine[] } | undefined): string[] {
+  if (!skills) return [];
+  const shown = skills.list.slice(0, MAX_SKILLS).map((s) => {
+    const line = s.description.length > 100 ? `${s.description.slice(0, 99)}…` : s.description;
+    return `- \`${s.name.replaceAll("-", "_")}\`: ${line}`;
+  });
+  return [
+    "",
+    `## Skills (${skills.list.length})`,
+    "Saved code and know-how: `from skills import <name>`, then `await <name>.<function>(...)`.",
+    "`await runtime.list_skills()`, `await runtime.read_skill(name)`; search finds them (server `skills`).",
+    skills.writable
+      ? "Save working code for later sessions: `await runtime.save_skill(name, code_or_function, description)`."
+      : "",
+    ...shown,
+    skills.list.length > MAX_SKILLS ? `- ... ${skills.list.length - MAX_SKILLS} more: list_skills()` : "",
+  ].filter((line, i) => line !== "" || i === 0);
 }
 
 /** What the policy means for sandbox code, so a model does not learn it by trial and error. */

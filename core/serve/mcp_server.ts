@@ -38,6 +38,8 @@ export interface McpServerOptions {
   version: string;
   /** The session's artifacts: kept from its runs, listed and read as resources. */
   artifacts?: ArtifactStore;
+  /** Serves codemode's skills to this client through the MCP skills extension (skills/list, skills/get). */
+  skills?: { attach(server: McpServer): void };
 }
 
 /** URI of the capabilities resource. */
@@ -126,6 +128,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       }],
     }),
   );
+  options.skills?.attach(server);
   return server;
 }
 

@@ -29,6 +29,7 @@ import {
 } from "./errors.ts";
 import { UpstreamOutputLog } from "./output_log.ts";
 import { type ExitInfo, UpstreamStdioTransport } from "./stdio_transport.ts";
+import type { UpstreamSkillFile, UpstreamSkills } from "./skills.ts";
 
 /** Lifecycle of one server. */
 export type ServerState = "idle" | "starting" | "ready" | "failed" | "closed";
@@ -74,6 +75,8 @@ interface Session {
   tools?: Promise<Tool[]>;
   /** Tools of the current listing without an outputSchema: their calls can take the lean path. */
   plainTools?: Set<string>;
+  /** The skills the server publishes (skills extension). */
+  skills?: UpstreamSkills;
 }
 
 const CLIENT_INFO = { name: "codemode", version: "0.1.0" };
@@ -129,6 +132,33 @@ export class UpstreamConnection {
         throw this.#explain(error, session, "tools/list", this.#timeout());
       });
     return await session.tools;
+  }
+
+  /** Name and description of each skill the server publishes (skills extension); none if it has none. */
+  async listSkills(): Promise<{ name: string; description: string }[]> {
+    const session = await this.#ready();
+    session.skills ??= await upstreamSkills(session.client);
+    try {
+      const skills = await session.skills.list(this.#timeout());
+      return skills.map((s) => ({ name: s.frontmatter.name, description: s.frontmatter.description }));
+    } catch (error) {
+      throw this.#explain(error, session, "skills/list", this.#timeout());
+    }
+  }
+
+  /** One file of a published skill (`SKILL.md` by default), verified against the server's entry. */
+  async readSkill(name: string, file?: string): Promise<UpstreamSkillFile & { files: string[] }> {
+    const session = await this.#ready();
+    session.skills ??= await upstreamSkills(session.client);
+    try {
+      const read = await session.skills.read(name, file, this.#timeout());
+      return { ...read, files: await session.skills.files(name, this.#timeout()) };
+    } catch (error) {
+      if (error instanceof RangeError) {
+        throw new RangeError(redact(`MCP server "${this.spec.name}" ${error.message}`, this.#secrets));
+      }
+      throw this.#explain(error, session, `skill ${name}`, this.#timeout());
+    }
   }
 
   /** Calls one tool and returns the raw MCP result; failures are `UpstreamError`s. */
@@ -343,6 +373,7 @@ export class UpstreamConnection {
       session.tools = undefined;
       session.plainTools = undefined;
     });
+    client.setNotificationHandler("notifications/resources/list_changed", () => session.skills?.forget());
     return session;
   }
 
@@ -420,6 +451,12 @@ function send(
     return session.client.request({ method: "tools/call", params }, specTypeSchemas.CallToolResult, options);
   }
   return session.client.callTool(params, options) as Promise<CallToolResult>;
+}
+
+/** A server's skills; the client side of the skills extension loads only when a listing is asked for. */
+async function upstreamSkills(client: Client): Promise<UpstreamSkills> {
+  const { UpstreamSkills } = await import("./skills.ts");
+  return new UpstreamSkills(client);
 }
 
 function exitText(exit: ExitInfo): string {

@@ -71,6 +71,20 @@ export class UpstreamPool {
     return await this.#use(name).listTools();
   }
 
+  /** The skills the server publishes through the skills extension (starting it if needed). */
+  async listSkills(name: string): Promise<{ name: string; description: string }[]> {
+    return await this.#use(name).listSkills();
+  }
+
+  /** One verified file of a skill the server publishes (`SKILL.md` by default), and its file list. */
+  async readSkill(
+    name: string,
+    skill: string,
+    file?: string,
+  ): Promise<{ uri: string; text?: string; bytes: Uint8Array; files: string[] }> {
+    return await this.#use(name).readSkill(skill, file);
+  }
+
   /** Calls one tool and returns the raw MCP result; `isError` results are returned, not thrown. */
   async callTool(
     name: string,

@@ -107,7 +107,7 @@ class Kernel:
 
     def _install_api(self):
         import mcp
-        from mcp import _proxy, servers
+        from mcp import _proxy, _skills, servers
 
         proxies = _proxy.build(self.config["servers"])
         servers.register(self.config["servers"], proxies)
@@ -115,13 +115,15 @@ class Kernel:
         self.namespace.setdefault("asyncio", asyncio)  # as the bridge's prompts assume
         builtins.display = self.display.display  # as in IPython
         names = [server["name"] for server in self.config["servers"]]
-        self.namespace["mcp_servers"] = {name: proxies[name] for name in names}
+        # The globals user code gets; skills imported later get the same ones.
+        self.api = {"mcp_servers": {name: proxies[name] for name in names}, "ToolError": mcp.ToolError}
         for server in self.config["servers"]:
-            self.namespace[f"mcp_{server['alias']}"] = proxies[server["name"]]
-        self.namespace["ToolError"] = mcp.ToolError
+            self.api[f"mcp_{server['alias']}"] = proxies[server["name"]]
+        self.namespace.update(self.api)
         # As in the bridge's sandbox: the mcp package and the server names without an import.
         self.namespace.setdefault("mcp", mcp)
         self.namespace["LOADED_MCP_SERVERS"] = tuple(names)
+        _skills.install()
 
 
 def normalise_config(config):

@@ -11,15 +11,23 @@ class SourceMap:
     def __init__(self, filename):
         self.filename = filename
         self._lines = {}
+        self.cells = []
+        """Every cell's source, oldest first: what a cell defined can be recovered from it."""
 
     def add(self, code, source):
         """Records `source` for `code` and every code object nested in it."""
+        if not self.cells or self.cells[-1] is not source:
+            self.cells.append(source)
         lines = source.splitlines()
         stack = [code]
         while stack:
             current = stack.pop()
             self._lines[current] = lines
             stack.extend(c for c in current.co_consts if hasattr(c, "co_consts"))
+
+    def lines_of(self, code):
+        """The lines of the cell that compiled `code` (a function's __code__ too), or None."""
+        return self._lines.get(code)
 
     def line(self, code, lineno):
         """The stripped source line, or "" when unknown."""

@@ -4,6 +4,7 @@
     from mcp import ToolError        # raised when a tool reports an error (an MCPError)
     from mcp import MCPError         # the base of every error a call into the host raises
     from mcp.servers.<alias> import <tool>
+    from skills import <name>        # a saved skill (runtime.save_skill, runtime.list_skills)
 
 Every configured server is also a global `mcp_<alias>` and an entry in `mcp_servers[name]`.
 """

@@ -13,7 +13,7 @@ is what the bridge returns.
 from codemode_runtime import context
 from codemode_runtime.rpc import MCPError, ToolError, mcp_error
 
-from . import _proxy
+from . import _proxy, _skills
 
 __all__ = [
     "MCPError",
@@ -100,14 +100,19 @@ def query_tool_docs_sync(server, tool=None, detail="summary"):
 
 
 async def search_tool_docs(query, limit=5, *, detail="summary"):
-    """Fuzzy search over the tool docs of every configured server, loaded or not; best match first. Each
-    hit is a doc as query_tool_docs gives it, plus its score."""
-    return _docs(await _rpc().call("search_tool_docs", _search_params(query, limit, detail)))
+    """Fuzzy search over the tool docs of every configured server, loaded or not, and the skills (server
+    "skills"); best match first. Each hit is a doc as query_tool_docs gives it, plus its score;
+    detail="full" adds signatures: each tool's, and a skill's functions."""
+    params = _search_params(query, limit, detail)
+    hits = _docs(await _rpc().call("search_tool_docs", params))
+    return await _skills.add_functions(hits) if params.get("detail") == "full" else hits
 
 
 def search_tool_docs_sync(query, limit=5, *, detail="summary"):
     """Blocking search_tool_docs()."""
-    return _docs(_rpc().call_sync("search_tool_docs", _search_params(query, limit, detail)))
+    params = _search_params(query, limit, detail)
+    hits = _docs(_rpc().call_sync("search_tool_docs", params))
+    return _skills.add_functions_sync(hits) if params.get("detail") == "full" else hits
 
 
 async def call_tool(server, tool, arguments=None, *, raw=False):
@@ -115,6 +120,40 @@ async def call_tool(server, tool, arguments=None, *, raw=False):
     proxy = _proxy.proxy_for(server)
     name = await proxy._tool_name(tool) if proxy is not None else tool
     return await _proxy.call_tool(server, name, arguments, raw)
+
+
+async def save_skill(name, code, description, *, overwrite=False):
+    """Saves code for later sessions as the skill `name` (lowercase words joined by "-" or "_"): `code` is
+    a string, or a function or class defined in an earlier cell. Later: `from skills import <name>`.
+    overwrite=True replaces a skill of that name. Returns the skill's name and module."""
+    return await _rpc().call("save_skill", _skills.save_params(name, code, description, overwrite))
+
+
+def save_skill_sync(name, code, description, *, overwrite=False):
+    """Blocking save_skill()."""
+    return _rpc().call_sync("save_skill", _skills.save_params(name, code, description, overwrite))
+
+
+async def list_skills():
+    """Every skill: name, module (`from skills import <module>`), description and public functions; skills
+    that upstream servers publish are named "<server>/<name>" (read them with read_skill)."""
+    return await _skills.with_functions(await _rpc().call("list_skills", {}))
+
+
+def list_skills_sync():
+    """Blocking list_skills()."""
+    return _skills.with_functions_sync(_rpc().call_sync("list_skills", {}))
+
+
+async def read_skill(name):
+    """A skill's SKILL.md text (`skill_md`) and code (`code`, None for a documentation skill); name it as
+    saved ("todo-counter" or "todo_counter"), or "<server>/<name>" for a skill an upstream server publishes."""
+    return await _rpc().call("read_skill", {"name": str(name)})
+
+
+def read_skill_sync(name):
+    """Blocking read_skill()."""
+    return _rpc().call_sync("read_skill", {"name": str(name)})
 
 
 def list_loaded_server_metadata():
@@ -152,7 +191,27 @@ def capability_summary():
         "ToolError (an MCPError, like every failed call); raw=True returns the whole MCP result. "
         "Files written to /workspace/artifacts (or runtime.save_artifact(name, data)) are sent to the client "
         "after the run."
+        + _skills_summary()
     )
+
+
+def _skills_summary():
+    """The skills part of capability_summary(): how to use them and which exist, capped to stay short."""
+    try:
+        skills = _rpc().call_sync("list_skills", {})
+    except Exception:
+        return ""  # skills are off, or the host can't say
+    text = (" Skills are saved code and know-how: `from skills import <name>`, then await <name>.<function>(...); "
+            "await runtime.list_skills(), await runtime.read_skill(name), and "
+            "await runtime.save_skill(name, code_or_function, description) to keep working code for later.")
+    if not skills:
+        return text + " No skill is saved yet."
+    shown = []
+    for skill in skills[:15]:
+        description = " ".join(str(skill.get("description") or "").split())
+        shown.append(f"{skill.get('module') or skill['name']} ({description[:80]})")
+    more = f", and {len(skills) - 15} more" if len(skills) > 15 else ""
+    return text + f" Saved skills: {'; '.join(shown)}{more}."
 
 
 def _public(server):

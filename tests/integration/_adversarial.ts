@@ -35,7 +35,8 @@ export interface Attempt {
     | "secrets"
     | "host env"
     | "artifacts"
-    | "mounts";
+    | "mounts"
+    | "skills";
   name: string;
   /** Python, run after the prelude; prints its findings with report(...). */
   code?: string;

@@ -1,7 +1,7 @@
 /**
  * The adversarial suite: more than fifty named escape and abuse attempts by sandbox code (network,
  * filesystem, privileges, resources, protocol forgery, secrets of MCP servers, the host environment,
- * artifacts and mounts),
+ * artifacts, mounts and skills),
  * each run through a real `codemode serve` over stdio with the SDK client, on every container engine that
  * is set up. After each attempt: the call was answered within a bound, the server still runs code. At the
  * end: no container of that serve process is left, and no secret appeared in any answer.
@@ -16,6 +16,7 @@ import { filesystem, network, privileges } from "./_attempts_escape.ts";
 import { hostEnv, protocol, resources, secrets } from "./_attempts_abuse.ts";
 import { displays } from "./_attempts_display.ts";
 import { artifacts, mounts, mountSetting } from "./_attempts_files.ts";
+import { plantSkills, skills } from "./_attempts_skills.ts";
 import {
   type Answer,
   assertNoSandboxOf,
@@ -40,6 +41,7 @@ const ATTEMPTS: Attempt[] = [
   ...displays,
   ...artifacts,
   ...mounts,
+  ...skills,
 ];
 /** How long past its own timeout a run may take to be answered (sandbox restarts, CPU contention). */
 const SLACK_MS = 60_000;
@@ -65,16 +67,20 @@ for (const [engine, runtime] of engines) {
       deno: join(ROOT, "node_modules/.bin/deno"),
       faultyServer: join(ROOT, "tests/testdata/servers/faulty_server.ts"),
     });
-    served ??= await serve(
-      {
-        CODEMODE_RUNTIME: engine,
-        CODEMODE_MAX_OUTPUT: "256k",
-        CODEMODE_MEMORY: "256m",
-        CODEMODE_TIMEOUT: "20",
-        CODEMODE_MOUNTS: mountSetting(),
-      },
-      fakeHome(fix.servers),
-    );
+    if (!served) {
+      const home = fakeHome(fix.servers);
+      plantSkills(home, fix);
+      served = await serve(
+        {
+          CODEMODE_RUNTIME: engine,
+          CODEMODE_MAX_OUTPUT: "256k",
+          CODEMODE_MEMORY: "256m",
+          CODEMODE_TIMEOUT: "20",
+          CODEMODE_MOUNTS: mountSetting(),
+        },
+        home,
+      );
+    }
     const code = prelude(fix);
     const s = served;
     return {

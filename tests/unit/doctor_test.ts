@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type {
@@ -21,11 +21,16 @@ import {
   checkConfigs,
   checkServers,
   checkSettings,
+  checkSkills,
   checkStateDir,
   chooseRuntime,
   type DiscoveryFacts,
   runDoctor,
 } from "../../core/doctor/checks.ts";
+import { renderReport } from "../../cli/doctor.ts";
+import { colors } from "../../cli/_render.ts";
+import { SkillStore } from "../../core/skills/store.ts";
+import { skillRoots } from "../../core/skills/sources.ts";
 
 const encoder = new TextEncoder();
 
@@ -380,4 +385,33 @@ Deno.test("the report is ok with warnings only and not ok when a config file is 
   const none = await runDoctor({ ...input, runtimes: [fakeRuntime("podman", { image: false })] });
   assert.equal(none.ok, false);
   assert.equal(none.findings[0].subject, "runtime");
+});
+
+Deno.test("doctor shows the skill directories with their skills, and each skill that failed to load", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "codemode-doctor-"));
+  const roots = skillRoots({ cwd: join(dir, "p"), env: { HOME: dir } });
+  mkdirSync(join(roots[1].path, "good"), { recursive: true });
+  writeFileSync(join(roots[1].path, "good", "SKILL.md"), "---\nname: good\ndescription: Works\n---\n");
+  mkdirSync(join(roots[1].path, "bad"));
+  writeFileSync(join(roots[1].path, "bad", "SKILL.md"), "no frontmatter\n");
+  const store = await SkillStore.open({ roots, mode: "ro" });
+  const report = await runDoctor({
+    version: "9.9.9",
+    env: { HOME: dir, CODEMODE_STATE_DIR: dir, CODEMODE_SKILLS: "ro" },
+    runtimes: [fakeRuntime("docker")],
+    discovery: noDiscovery,
+    sandbox: { command: options.command, bootstrap },
+    skills: checkSkills("ro", store),
+  });
+  assert.deepEqual(report.skills!.dirs.map((d) => [d.kind, d.skills]), [["project", 0], ["user", 1]]);
+  const finding = report.findings.find((f) =>
+    f.subject === `skill ${join(roots[1].path, "bad", "SKILL.md")}`
+  );
+  assert.equal(finding?.status, "warn");
+  assert.equal(report.ok, true, "a bad skill is a warning: the others still load");
+  assert.ok(report.settings.some((s) => s.env === "CODEMODE_SKILLS" && s.value === "ro"));
+  const text = renderReport(report, colors({ isTTY: false }));
+  assert.match(text, /Skills \(CODEMODE_SKILLS=ro\)/);
+  assert.match(text, /Read-only: skills load, but sandbox code cannot save them/);
+  assert.equal(checkSkills("off", undefined).dirs.length, 0);
 });

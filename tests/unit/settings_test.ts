@@ -64,3 +64,46 @@ Deno.test("loadSettings() names the variable and the accepted values in its erro
 Deno.test("loadSettings() refuses a default timeout above the maximum", () => {
   assert.throws(() => loadSettings({ CODEMODE_TIMEOUT: "300" }), /exceeds CODEMODE_MAX_TIMEOUT/);
 });
+
+Deno.test("CODEMODE_SKILLS is rw by default and accepts ro and off", () => {
+  assert.equal(loadSettings({ HOME: "/h" }).skills, "rw");
+  assert.equal(loadSettings({ CODEMODE_SKILLS: "RO" }).skills, "ro");
+  assert.equal(loadSettings({ CODEMODE_SKILLS: "off" }).skills, "off");
+  assert.throws(
+    () => loadSettings({ CODEMODE_SKILLS: "yes" }),
+    /Invalid CODEMODE_SKILLS="yes": expected one of rw, ro, off/,
+  );
+  assert.deepEqual(loadSettings({ HOME: "/h" }).skillDirs, []);
+});
+
+Deno.test("the config file's skills mapping gives extra skill directories and the mode", () => {
+  const file = {
+    path: "/etc/cm/codemode.yaml",
+    values: { skills: { dirs: ["~/.claude/skills", "team", "/abs"], mode: "ro" } },
+  };
+  const s = loadSettings({ HOME: "/home/u" }, file);
+  assert.deepEqual(s.skillDirs, ["/home/u/.claude/skills", "/etc/cm/team", "/abs"]);
+  assert.equal(s.skills, "ro");
+  assert.equal(s.sources?.skills, "/etc/cm/codemode.yaml");
+  assert.equal(
+    loadSettings({ HOME: "/h", CODEMODE_SKILLS: "off" }, file).skills,
+    "off",
+    "a variable beats the file",
+  );
+  assert.equal(loadSettings({ HOME: "/h" }, { path: "/c.yaml", values: { skills: "off" } }).skills, "off");
+});
+
+Deno.test("a malformed skills mapping, or a mapping for another key, is refused with the key and the file", () => {
+  const bad = (values: Record<string, unknown>) => () =>
+    loadSettings({ HOME: "/h" }, { path: "/c.yaml", values });
+  assert.throws(
+    bad({ skills: { dirs: "~/x" } }),
+    /Invalid skills in "\/c.yaml": expected \{mode: rw\|ro\|off, dirs: \[paths\]\} at dirs/,
+  );
+  assert.throws(bad({ skills: { folders: ["x"] } }), /Invalid skills in "\/c.yaml": expected \{mode/);
+  assert.throws(bad({ skills: { mode: "maybe" } }), /Invalid skills in "\/c.yaml".* at mode/);
+  assert.throws(
+    bad({ maxRuns: { n: 1 } }),
+    /Invalid maxRuns in "\/c.yaml": expected a value or a list of values, not a mapping/,
+  );
+});

@@ -383,3 +383,54 @@ Deno.test("runSearch colours a terminal's table unless NO_COLOR is set", () =>
       else process.env.NO_COLOR = previous;
     }
   }));
+
+Deno.test("skills are searched with the tools: local ones set by the store, published ones listed and cached", () =>
+  withStateDir(async (stateDir) => {
+    const { lister } = recordingLister();
+    const published: string[] = [];
+    const skillLister = (s: ServerSpec) => {
+      published.push(s.name);
+      return Promise.resolve(
+        s.name === "notes"
+          ? [{ name: "meeting-minutes", description: "Write up the minutes of a meeting" }]
+          : [],
+      );
+    };
+    const catalog = new ToolCatalog([spec("files"), spec("notes")], lister, { stateDir, skillLister });
+    await catalog.ready();
+    catalog.setSkillDocs([{
+      server: "ignored",
+      tool: "tide-tables",
+      description: "Predict high water at a harbour",
+      body: "predict port",
+    }]);
+    const [tide] = catalog.search("harbour high water", { limit: 1 });
+    assert.deepEqual(tide, {
+      server: "skills",
+      tool: "tide-tables",
+      description: "Predict high water at a harbour",
+      score: tide.score,
+      kind: "skill",
+    });
+    assert.equal(catalog.search("minutes of a meeting", { limit: 1 })[0].tool, "notes/meeting-minutes");
+    assert.deepEqual(catalog.search("minutes", { server: "notes" }).filter((h) => h.kind === "skill"), []);
+    // A second catalog reads both tools and published skills from the cache, starting nothing.
+    const second = recordingLister();
+    const cached = new ToolCatalog([spec("files"), spec("notes")], second.lister, { stateDir, skillLister });
+    await cached.ready();
+    assert.deepEqual(second.calls, []);
+    assert.deepEqual(cached.skillDocs().map((d) => d.tool), ["notes/meeting-minutes"]);
+    assert.deepEqual(published, ["files", "notes"]);
+  }));
+
+Deno.test("a server whose skills cannot be listed still has its tools", () =>
+  withStateDir(async (stateDir) => {
+    const { lister } = recordingLister();
+    const catalog = new ToolCatalog([spec("files")], lister, {
+      stateDir,
+      skillLister: () => Promise.reject(new Error("skills/list exploded")),
+    });
+    await catalog.ready();
+    assert.equal(catalog.status()[0].state, "ready");
+    assert.equal(catalog.docs().length, 2);
+  }));

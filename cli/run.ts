@@ -81,6 +81,8 @@ export async function runFile(file: string, options: RunOptions = {}): Promise<n
       result = await app.sessions.run(SESSION_KEY, code, {
         timeout: seconds,
         onOutput: (stream, text) => process[stream].write(text),
+        // Nobody can be asked from a script: calls that need approval follow CODEMODE_CONFIRM_FALLBACK.
+        approve: app.approvals.approver(SESSION_KEY),
       });
     } catch (error) {
       process.stderr.write(

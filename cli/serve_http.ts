@@ -48,7 +48,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
       token,
       idleTimeout: app.settings.idleTimeout,
       open: (id) => app.mcpServer(id),
-      close: (id) => app.sessions.close(id),
+      close: (id) => app.closeSession(id),
     });
   } catch (error) {
     await app.close();

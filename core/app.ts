@@ -21,6 +21,7 @@ import { capabilityText } from "./serve/capabilities.ts";
 import { type Policy, policyOf } from "./config/policy.ts";
 import { log } from "./observe/log.ts";
 import { StatsPublisher } from "./observe/stats_file.ts";
+import { ApprovalBroker } from "./sandbox/approvals.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -51,6 +52,8 @@ export class Codemode {
   readonly pool: UpstreamPool;
   readonly catalog: ToolCatalog;
   readonly sessions: SessionManager;
+  /** Questions to the user about calls that need approval: open ones can be listed and answered by id. */
+  readonly approvals: ApprovalBroker;
   #options: CodemodeOptions;
   #runtime?: Promise<RuntimePlugin>;
   #stats?: StatsPublisher;
@@ -71,6 +74,7 @@ export class Codemode {
       stateDir: this.settings.stateDir,
     });
     const s = this.settings;
+    this.approvals = new ApprovalBroker({ timeoutSeconds: s.confirmTimeout, fallback: s.confirmFallback });
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
       image: s.image,
@@ -143,7 +147,14 @@ export class Codemode {
       preload: (names) => this.preload(names),
       sessionKey,
       version: this.#options.version,
+      approvals: this.approvals,
     });
+  }
+
+  /** Ends what one client session held: its sandbox and its "for the session" approvals. */
+  async closeSession(sessionKey: string): Promise<void> {
+    this.approvals.forget(sessionKey);
+    await this.sessions.close(sessionKey);
   }
 
   /** Starts the named servers; returns why each name that cannot be started can't (unknown, refused). */

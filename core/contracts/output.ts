@@ -21,6 +21,8 @@ export interface RunResult {
   notes?: string[];
   /** True when the sandbox was killed and the next call starts a fresh one. */
   sessionLost?: boolean;
+  /** Calls a dry run recorded instead of making (`runtime.dry_run()`), in the order they came. */
+  plannedCalls?: { server: string; tool: string; arguments: Record<string, unknown> }[];
 }
 
 /** What an output plugin produces: the text content and the mirrored structuredContent. */

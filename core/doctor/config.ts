@@ -65,6 +65,10 @@ export const POLICY_KEYS: SettingKey[] = [
   "maxTimeout",
   "maxRuns",
   "maxSessions",
+  "confirm",
+  "confirmDestructive",
+  "confirmTimeout",
+  "confirmFallback",
 ];
 
 /**

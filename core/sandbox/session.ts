@@ -8,9 +8,12 @@ import type { RuntimePlugin, SandboxProcess, SandboxStartOptions } from "../cont
 import type { RunResult } from "../contracts/output.ts";
 import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, SandboxFrame } from "./protocol.ts";
 import { readFrames } from "./frame_reader.ts";
-import { pythonErrorType, type RpcHandler } from "./rpc.ts";
+import { pythonErrorType, type RpcContext, type RpcHandler } from "./rpc.ts";
+import { RunClock } from "./run_clock.ts";
+import { PlannedCalls } from "./dry_run.ts";
+import type { Approver } from "./approvals.ts";
 import { OutputBuffer } from "./output_buffer.ts";
-import { type DoneFrame, runResult } from "./run_result.ts";
+import { type DoneFrame, type RunEnd, runResult } from "./run_result.ts";
 import { currentLogScope, log, type LogScope, withLogScope } from "../observe/log.ts";
 import { stats } from "../observe/stats.ts";
 import { nestingDepth } from "./tool_result.ts";
@@ -43,6 +46,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Tags the run's log lines and the upstream calls it makes. */
   requestId?: string;
+  /** Asks the user about calls that need approval; the run's clock stops while it waits. */
+  approve?: Approver;
 }
 
 interface ActiveRun {
@@ -56,12 +61,18 @@ interface ActiveRun {
   scope?: LogScope;
   requestId?: string;
   cancelled: boolean;
+  /** What every call of this run is served with (built once: RPCs are the hot path). */
+  context: RpcContext;
+  planned: PlannedCalls;
+  notes: Set<string>;
 }
 
 const encoder = new TextEncoder();
 /** Deepest value sent to the sandbox; CPython's json decoder gives up near its recursion limit (1000). */
 const MAX_VALUE_DEPTH = 500;
 const CANCELLED_BEFORE_START = "Cancelled by the client before the run started";
+/** Calls that arrive with no run active (late ones): answered, but nothing is waiting for them. */
+const NO_RUN: RpcContext = { session: "", signal: AbortSignal.abort() };
 
 /** A persistent sandbox running the codemode Python runtime. */
 export class SandboxSession {
@@ -178,23 +189,40 @@ export class SandboxSession {
     let finish!: (frame: DoneFrame) => void;
     const done = new Promise<DoneFrame>((resolve) => (finish = resolve));
     const scope = currentLogScope() ?? (options.requestId ? { requestId: options.requestId } : undefined);
+    const controller = new AbortController();
+    const requestId = options.requestId ?? scope?.requestId;
+    const graceMs = this.#options.graceMs ?? 2000;
+    // The host's deadline, a little after the sandbox's own; both stop while the user is being asked.
+    const clock = new RunClock(timeoutSeconds * 1000 + graceMs, {
+      onPause: () => this.#send({ type: "pause", id }).catch(() => {}),
+      onResume: () => this.#send({ type: "resume", id }).catch(() => {}),
+    });
+    const planned = new PlannedCalls();
+    const notes = new Set<string>();
+    const approve = options.approve;
     const run: ActiveRun = {
       id,
       stdout: new OutputBuffer(maxOutput),
       stderr: new OutputBuffer(maxOutput),
       finish,
-      controller: new AbortController(),
+      controller,
       onOutput,
       scope,
-      requestId: options.requestId ?? scope?.requestId,
+      requestId,
       cancelled: false,
+      planned,
+      notes,
+      context: {
+        session: this.name,
+        signal: controller.signal,
+        requestId,
+        ...(approve ? { approve: (request) => clock.during(() => approve(request, controller.signal)) } : {}),
+        plan: (call) => planned.add(call),
+        note: (text) => void notes.add(text),
+      },
     };
     this.#run = run;
-    const graceMs = this.#options.graceMs ?? 2000;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const deadline = new Promise<"deadline">((resolve) => {
-      timer = setTimeout(() => resolve("deadline"), timeoutSeconds * 1000 + graceMs);
-    });
+    const deadline = clock.expired;
     // A cancel is the timeout's interrupt, early; a run that ignores it is killed after the same grace.
     let cancelTimer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
@@ -212,25 +240,26 @@ export class SandboxSession {
       signal?.addEventListener("abort", onAbort, { once: true });
     });
     const record = () => ({ ...run, duration: (performance.now() - started) / 1000, timeoutSeconds });
+    const result = (end: RunEnd) => withRunExtras(runResult(end, record()), run);
     try {
       await this.#send({ type: "execute", id, code, timeout: timeoutSeconds });
       const outcome = await Promise.race([done, deadline, cancelled, this.#exitReason()]);
       if (outcome === "deadline" || outcome === "cancelled") {
-        const result = runResult({ stopped: outcome }, record());
+        const stopped = result({ stopped: outcome });
         await this.kill(outcome === "deadline" ? "timeout" : "cancelled");
-        return result;
+        return stopped;
       }
       if (typeof outcome === "string") {
-        const result = runResult({ exited: outcome }, record());
+        const exited = result({ exited: outcome });
         await this.kill("crashed");
-        return result;
+        return exited;
       }
-      return runResult(outcome, record());
+      return result(outcome);
     } catch (error) {
       await this.kill("channel-failure");
-      return runResult({ channelFailed: (error as Error).message }, record());
+      return result({ channelFailed: (error as Error).message });
     } finally {
-      clearTimeout(timer);
+      clock.stop();
       clearTimeout(cancelTimer);
       if (onAbort) signal?.removeEventListener("abort", onAbort);
       run.controller.abort();
@@ -331,11 +360,7 @@ export class SandboxSession {
   async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, run: ActiveRun | undefined): Promise<void> {
     let reply: Extract<HostFrame, { type: "rpc_result" }>;
     const started = performance.now();
-    const context = {
-      session: this.name,
-      signal: run?.controller.signal ?? AbortSignal.abort(),
-      requestId: run?.requestId,
-    };
+    const context = run?.context ?? { ...NO_RUN, session: this.name };
     const call = () => this.#options.rpc(frame.method, frame.params, context);
     try {
       const value = await (run?.scope ? withLogScope(run.scope, call) : call());
@@ -423,6 +448,18 @@ export class SandboxSession {
     if (!this.#alive) return Promise.resolve("the sandbox is not running");
     return new Promise((resolve) => this.#exitWaiters.add(resolve));
   }
+}
+
+/** A result with what the run's calls added: the dry run's plan and the notes. */
+function withRunExtras(result: RunResult, run: ActiveRun): RunResult {
+  const planNote = run.planned.note();
+  if (planNote) run.notes.add(planNote);
+  if (!run.planned.calls.length && !run.notes.size) return result;
+  return {
+    ...result,
+    notes: [...result.notes ?? [], ...run.notes],
+    ...(run.planned.calls.length ? { plannedCalls: run.planned.calls } : {}),
+  };
 }
 
 function rpcError(

@@ -23,6 +23,8 @@ export function capabilityText(servers: ServerSpec[], runtime?: string, policy?:
     "- Results arrive unwrapped (structured content, JSON, text; images as bytes with `.mime_type`);",
     "  pass `raw=True` for the whole MCP result. A tool error raises `ToolError`.",
     "- `asyncio.gather(...)` runs calls in parallel.",
+    "- `async with runtime.dry_run():` (or `with`) plans calls instead of making them: tools not annotated",
+    "  read-only return None and are listed in the result's `planned_calls`; read-only tools still run.",
     "",
     "## Finding tools (`from mcp import runtime`)",
     "- `runtime.discovered_servers()`; `await runtime.search_tool_docs('words', limit=5)`",
@@ -33,8 +35,24 @@ export function capabilityText(servers: ServerSpec[], runtime?: string, policy?:
     `## Configured servers (${servers.length})`,
     ...servers.map((s) => `- \`${pythonAlias(s.name)}\`${s.description ? `: ${s.description}` : ""}`),
     ...policyLines(policy),
+    ...approvalLines(policy),
   ];
   return lines.filter((line, i, all) => !(line === "" && all[i - 1] === "")).join("\n") + "\n";
+}
+
+/** Which calls wait for the user's approval, and what a refusal looks like. */
+function approvalLines(policy: Policy | undefined): string[] {
+  if (!policy?.asksApproval) return [];
+  const r = policy.rules;
+  return [
+    "",
+    "## Approvals",
+    "- Some calls wait until the user approves them (the run's timeout stops meanwhile); a refusal raises",
+    "  `PermissionError` (\"declined by the user\"), and the program can carry on from there.",
+    r.confirm.length ? `- Asked for: ${r.confirm.map((g) => `\`${g}\``).join(", ")}.` : "",
+    r.confirmDestructive ? "- Asked for every tool not annotated `readOnlyHint` or `destructiveHint: false`." : "",
+    "- To show a plan first: run the code inside `runtime.dry_run()`, then again for real.",
+  ].filter((line, i) => line !== "" || i === 0);
 }
 
 /** What the policy means for sandbox code, so a model does not learn it by trial and error. */

@@ -13,6 +13,8 @@ import { log, type LogScope, withLogScope } from "../observe/log.ts";
 import type { RunOptions } from "../sandbox/session.ts";
 import { isLoggingLevel, logForwarder, progressStream } from "./run_notifications.ts";
 import { stats } from "../observe/stats.ts";
+import type { ApprovalBroker } from "../sandbox/approvals.ts";
+import { requestApprover } from "./elicitation.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -33,6 +35,8 @@ export interface McpServerOptions {
   /** Session key for this connection. */
   sessionKey: string;
   version: string;
+  /** Where calls that need the user's approval are asked (through this client's elicitation). */
+  approvals?: ApprovalBroker;
 }
 
 /** URI of the capabilities resource. */
@@ -83,6 +87,8 @@ export function createMcpServer(options: McpServerOptions): McpServer {
             requestId,
             signal: ctx.mcpReq.signal,
             onOutput: progress?.output,
+            approve: options.approvals &&
+              requestApprover(options.approvals, options.sessionKey, requestId, server.server, ctx),
           }));
         await progress?.flush();
       } finally {

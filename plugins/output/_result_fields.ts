@@ -13,6 +13,7 @@ export function resultFields(result: RunResult): Record<string, unknown> {
   if (result.error) fields.error = result.error;
   if (result.notes?.length) fields.notes = result.notes;
   if (result.sessionLost) fields.session_lost = true;
+  if (result.plannedCalls?.length) fields.planned_calls = result.plannedCalls;
   fields.duration = Math.round(result.duration * 1000) / 1000;
   return fields;
 }

@@ -26,6 +26,16 @@ export function compact(options?: Partial<CompactOptions>): OutputPlugin {
   };
 }
 
+/** Most characters of one planned call's line; structuredContent has every argument in full. */
+const PLANNED_LINE_CHARS = 300;
+
+function plannedText(result: RunResult): string {
+  return (result.plannedCalls ?? []).map(({ server, tool, arguments: args }) => {
+    const line = `- ${server}/${tool} ${JSON.stringify(args)}`;
+    return line.length > PLANNED_LINE_CHARS ? `${line.slice(0, PLANNED_LINE_CHARS)}…` : line;
+  }).join("\n");
+}
+
 function compactText(result: RunResult, o: CompactOptions): string {
   const sections: [string, string][] = [];
   if (result.status !== "ok") sections.push(["status", result.status]);
@@ -35,6 +45,7 @@ function compactText(result: RunResult, o: CompactOptions): string {
   if (result.error) sections.push(["error", result.error]);
   for (const note of result.notes ?? []) sections.push(["note", note]);
   if (result.sessionLost) sections.push(["session", "lost; the next call starts a fresh sandbox"]);
+  if (result.plannedCalls?.length) sections.push(["planned calls (not made)", plannedText(result)]);
   if (o.showDuration) sections.push(["duration", `${result.duration.toFixed(3)}s`]);
 
   if (sections.length === 0) return "(no output)";

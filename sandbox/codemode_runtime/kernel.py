@@ -27,6 +27,8 @@ class Kernel:
     def __init__(self, config, send, *, block=None, namespace=None):
         self.config = normalise_config(config)
         self.send = send
+        self.clock = None
+        """What `pause`/`resume` frames stop and restart: the transport's timeout (`pause(id)`, `resume(id)`)."""
         self.rpc = RpcClient(send, block)
         self.namespace = namespace if namespace is not None else _main_module().__dict__
         self.executor = Executor(self.namespace)
@@ -34,9 +36,13 @@ class Kernel:
         self._install_api()
 
     def handle(self, frame):
-        """Takes a host frame that needs no execution (rpc_result); returns False for anything else."""
-        if frame.get("type") == "rpc_result":
+        """Takes a host frame that needs no execution (rpc_result, pause, resume); False for anything else."""
+        kind = frame.get("type")
+        if kind == "rpc_result":
             self.rpc.resolve(frame)
+            return True
+        if kind in ("pause", "resume") and self.clock is not None:
+            getattr(self.clock, kind)(frame.get("id"))
             return True
         return False
 

@@ -5,7 +5,7 @@ Python bridge had one. Servers may be given by name or by alias.
 """
 from codemode_runtime import context
 
-from . import _proxy
+from . import _dry_run, _proxy
 
 _DETAILS = ("summary", "full")
 
@@ -79,6 +79,16 @@ async def call_tool(server, tool, arguments=None, *, raw=False):
     return await _proxy.call_tool(server, name, arguments, raw)
 
 
+def dry_run():
+    """A block whose tool calls are planned, not made: `async with runtime.dry_run():` (or `with`).
+
+    Inside it, tools their server annotates `readOnlyHint: true` run as usual; every other call returns
+    None without being made, and the result's `planned_calls` lists it (server, tool, arguments). Run the
+    same code outside the block to make the calls for real.
+    """
+    return _dry_run.DryRun()
+
+
 def list_loaded_server_metadata():
     """What this sandbox knows locally about each configured server, including tools listed so far."""
     metadata = []
@@ -104,7 +114,9 @@ def capability_summary():
         "`from mcp.servers.<alias> import <tool>`. Discover before calling: `from mcp import runtime`, then "
         "runtime.discovered_servers(), await runtime.search_tool_docs(query, limit=5), await "
         "runtime.query_tool_docs(server, tool=None, detail='summary'|'full'), dir(mcp_<alias>) and "
-        "help(mcp_<alias>.<tool>). A failing tool raises ToolError; raw=True returns the whole MCP result."
+        "help(mcp_<alias>.<tool>). A failing tool raises ToolError; raw=True returns the whole MCP result. "
+        "`async with runtime.dry_run():` plans calls instead of making them (read-only tools still run); "
+        "a call the user must approve waits for them, and a refusal raises PermissionError."
     )
 
 

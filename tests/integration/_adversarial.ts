@@ -26,7 +26,15 @@ export interface Ctx {
 
 /** One named escape or abuse attempt and what must hold afterwards. */
 export interface Attempt {
-  area: "network" | "filesystem" | "privileges" | "resources" | "protocol" | "secrets" | "host env";
+  area:
+    | "network"
+    | "filesystem"
+    | "privileges"
+    | "resources"
+    | "protocol"
+    | "secrets"
+    | "host env"
+    | "approvals";
   name: string;
   /** Python, run after the prelude; prints its findings with report(...). */
   code?: string;
@@ -60,6 +68,8 @@ export interface Fixtures {
   vaultSecret: string;
   /** Every secret sandbox code must never see. */
   secrets: string[];
+  /** Where the notes server appends; every call of it needs an approval the suite's client declines. */
+  notesFile: string;
   /** Server entries for fakeHome(). */
   servers: Record<string, unknown>;
   /** What reached the host listeners so far. */
@@ -72,6 +82,7 @@ export interface Paths {
   repoRoot: string;
   deno: string;
   faultyServer: string;
+  notesServer: string;
 }
 
 /** Starts the host-side listeners and writes the marker; close() undoes it. */
@@ -152,6 +163,11 @@ export async function fixtures(paths: Paths): Promise<Fixtures> {
       headers: { Authorization: `Bearer ${vaultSecret}` },
     },
     "../etc": { command: paths.deno, args: faulty() },
+    notes: {
+      command: paths.deno,
+      args: ["run", "-A", "--quiet", paths.notesServer],
+      env: { NOTES_FILE: join(markerDir, "notes.txt") },
+    },
   };
 
   return {
@@ -169,6 +185,7 @@ export async function fixtures(paths: Paths): Promise<Fixtures> {
     repoRoot: paths.repoRoot,
     vaultSecret,
     secrets: [vaultSecret, SERVER_SECRET, HOST_SECRET],
+    notesFile: join(markerDir, "notes.txt"),
     servers,
     seen,
     async close() {

@@ -13,6 +13,8 @@ import type { ImageStore, RuntimePlugin } from "../../core/contracts/runtime.ts"
 import { type Attempt, type Ctx, type Fixtures, fixtures, prelude } from "./_adversarial.ts";
 import { filesystem, network, privileges } from "./_attempts_escape.ts";
 import { hostEnv, protocol, resources, secrets } from "./_attempts_abuse.ts";
+import { approvals } from "./_attempts_approvals.ts";
+import { askingClient, reply } from "./_approvals.ts";
 import {
   type Answer,
   assertNoSandboxOf,
@@ -34,6 +36,7 @@ const ATTEMPTS: Attempt[] = [
   ...protocol,
   ...secrets,
   ...hostEnv,
+  ...approvals,
 ];
 /** How long past its own timeout a run may take to be answered (sandbox restarts, CPU contention). */
 const SLACK_MS = 60_000;
@@ -58,6 +61,7 @@ for (const [engine, runtime] of engines) {
       repoRoot: ROOT,
       deno: join(ROOT, "node_modules/.bin/deno"),
       faultyServer: join(ROOT, "tests/testdata/servers/faulty_server.ts"),
+      notesServer: join(ROOT, "tests/testdata/servers/notes_server.ts"),
     });
     served ??= await serve(
       {
@@ -65,8 +69,11 @@ for (const [engine, runtime] of engines) {
         CODEMODE_MAX_OUTPUT: "256k",
         CODEMODE_MEMORY: "256m",
         CODEMODE_TIMEOUT: "20",
+        // Every call of the notes server waits for the person, who declines after a second.
+        CODEMODE_CONFIRM_TOOLS: "notes/*",
       },
       fakeHome(fix.servers),
+      askingClient(`adversarial-${engine}`, reply.after(1000, reply.decline())).client,
     );
     const code = prelude(fix);
     const s = served;

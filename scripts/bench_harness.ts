@@ -151,6 +151,8 @@ export interface ServeOptions {
   /** The command that serves; default: codemode from source through node_modules' deno. */
   command?: string[];
   env?: Record<string, string>;
+  /** The client to connect (not yet connected), e.g. one that answers elicitation; a plain one by default. */
+  client?: Client;
 }
 
 /** A `codemode serve` under the SDK client. */
@@ -193,7 +195,7 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     stderr = (stderr + chunk).slice(-20_000);
     if (stderr.includes('"selected runtime"')) { for (const resolve of selected) resolve(); }
   });
-  const client = new Client({ name: "codemode-bench", version: "1" });
+  const client = options.client ?? new Client({ name: "codemode-bench", version: "1" });
   const start = performance.now();
   await client.connect(transport);
   const initializeMs = performance.now() - start;

@@ -48,9 +48,11 @@ function approvalLines(policy: Policy | undefined): string[] {
     "",
     "## Approvals",
     "- Some calls wait until the user approves them (the run's timeout stops meanwhile); a refusal raises",
-    "  `PermissionError` (\"declined by the user\"), and the program can carry on from there.",
+    '  `PermissionError` ("declined by the user"), and the program can carry on from there.',
     r.confirm.length ? `- Asked for: ${r.confirm.map((g) => `\`${g}\``).join(", ")}.` : "",
-    r.confirmDestructive ? "- Asked for every tool not annotated `readOnlyHint` or `destructiveHint: false`." : "",
+    r.confirmDestructive
+      ? "- Asked for every tool not annotated `readOnlyHint` or `destructiveHint: false`."
+      : "",
     "- To show a plan first: run the code inside `runtime.dry_run()`, then again for real.",
   ].filter((line, i) => line !== "" || i === 0);
 }

@@ -8,7 +8,7 @@
  * Tools (none annotated):
  *   add_note(text)  appends a line to NOTES_FILE; returns {count, received_at}: how many notes the file
  *                   holds, and the wall clock (ms since the epoch, sub-ms precision) when the call arrived
- *   count_notes()   returns {count}
+ *   count_notes()   returns {count, received_at}
  * @module
  */
 import { McpServer } from "@modelcontextprotocol/server";
@@ -42,6 +42,6 @@ server.registerTool(
 server.registerTool(
   "count_notes",
   { description: "How many notes the file holds", inputSchema: z.object({}) },
-  () => json({ count: count() }),
+  () => json({ count: count(), received_at: performance.timeOrigin + performance.now() }),
 );
 await server.connect(new StdioServerTransport());

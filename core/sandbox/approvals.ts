@@ -223,7 +223,11 @@ export class ApprovalBroker {
         (error) => {
           // A client that fails to show the question (or went away) gave no approval.
           if (!stop.signal.aborted) log.warn("approval question failed", { ...fields, error: String(error) });
-          settle("cancelled");
+          settle(
+            "cancelled",
+            undefined,
+            `the client could not show the question (${String(error).slice(0, 200)})`,
+          );
         },
       );
       if (signal.aborted) onAbort();

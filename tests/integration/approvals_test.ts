@@ -63,6 +63,7 @@ async function value(w: World, code: string, timeout?: number): Promise<string> 
 }
 
 const py = (text: string) => JSON.stringify(text);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const lines = (file: string) =>
   existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
 
@@ -334,6 +335,38 @@ test("every question is counted in stats (resource and `codemode stats`) and log
   const closing = answered.find((l) => l.approval === last.approval)!;
   assert.deepEqual([closing.requestId, closing.outcome], [last.requestId, "declined"]);
   assert.ok(log.some((l) => l.msg === "run_python started" && l.requestId === last.requestId));
+});
+
+test("cancelling the run withdraws its open question from the client, and the session keeps serving", async (w) => {
+  w.asking.answer = reply.never();
+  const asked = w.asking.questions.length;
+  const file = join(w.h.dir, "cancelled.txt");
+  const controller = new AbortController();
+  const call = w.s.client.callTool(
+    {
+      name: "run_python",
+      arguments: { code: `await mcp_filesystem.write_file(path=${py(file)}, content="x")` },
+    },
+    { signal: controller.signal },
+  ).then(() => "answered", () => "aborted");
+  const deadline = Date.now() + 30_000;
+  while (w.asking.questions.length === asked && Date.now() < deadline) await sleep(50);
+  assert.equal(w.asking.questions.length, asked + 1, "the question was asked");
+  controller.abort();
+  const abortedAt = Date.now();
+  assert.equal(await call, "aborted");
+  while (!w.asking.questions[asked].answeredAt && Date.now() < deadline) await sleep(50);
+  assert.ok(
+    w.asking.questions[asked].answeredAt,
+    "the server withdrew the question when the run was cancelled",
+  );
+  const ms = Date.now() - abortedAt;
+  assert.ok(
+    ms < (CONFIRM_TIMEOUT - 2) * 1000,
+    `withdrawn at once, not at CODEMODE_CONFIRM_TIMEOUT (${ms} ms)`,
+  );
+  assert.equal(existsSync(file), false);
+  assert.equal(await value(w, "6 * 7"), "42");
 });
 
 test("scope session approves the tool once for ten calls, for the rest of the session", async (w) => {

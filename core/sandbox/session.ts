@@ -10,7 +10,7 @@ import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, SandboxFrame } from "./protoco
 import { readFrames } from "./frame_reader.ts";
 import { pythonErrorType, type RpcContext, type RpcHandler } from "./rpc.ts";
 import { RunClock } from "./run_clock.ts";
-import { PlannedCalls } from "./dry_run.ts";
+import { RunCalls } from "./run_calls.ts";
 import type { Approver } from "./approvals.ts";
 import { OutputBuffer } from "./output_buffer.ts";
 import { type DoneFrame, type RunEnd, runResult } from "./run_result.ts";
@@ -61,10 +61,7 @@ interface ActiveRun {
   scope?: LogScope;
   requestId?: string;
   cancelled: boolean;
-  /** What every call of this run is served with (built once: RPCs are the hot path). */
-  context: RpcContext;
-  planned: PlannedCalls;
-  notes: Set<string>;
+  calls: RunCalls;
 }
 
 const encoder = new TextEncoder();
@@ -197,9 +194,6 @@ export class SandboxSession {
       onPause: () => this.#send({ type: "pause", id }).catch(() => {}),
       onResume: () => this.#send({ type: "resume", id }).catch(() => {}),
     });
-    const planned = new PlannedCalls();
-    const notes = new Set<string>();
-    const approve = options.approve;
     const run: ActiveRun = {
       id,
       stdout: new OutputBuffer(maxOutput),
@@ -210,16 +204,12 @@ export class SandboxSession {
       scope,
       requestId,
       cancelled: false,
-      planned,
-      notes,
-      context: {
-        session: this.name,
+      calls: new RunCalls(this.name, {
         signal: controller.signal,
         requestId,
-        ...(approve ? { approve: (request) => clock.during(() => approve(request, controller.signal)) } : {}),
-        plan: (call) => planned.add(call),
-        note: (text) => void notes.add(text),
-      },
+        clock,
+        approve: options.approve,
+      }),
     };
     this.#run = run;
     const deadline = clock.expired;
@@ -240,7 +230,7 @@ export class SandboxSession {
       signal?.addEventListener("abort", onAbort, { once: true });
     });
     const record = () => ({ ...run, duration: (performance.now() - started) / 1000, timeoutSeconds });
-    const result = (end: RunEnd) => withRunExtras(runResult(end, record()), run);
+    const result = (end: RunEnd) => run.calls.finish(runResult(end, record()));
     try {
       await this.#send({ type: "execute", id, code, timeout: timeoutSeconds });
       const outcome = await Promise.race([done, deadline, cancelled, this.#exitReason()]);
@@ -360,7 +350,7 @@ export class SandboxSession {
   async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, run: ActiveRun | undefined): Promise<void> {
     let reply: Extract<HostFrame, { type: "rpc_result" }>;
     const started = performance.now();
-    const context = run?.context ?? { ...NO_RUN, session: this.name };
+    const context = run?.calls.context ?? { ...NO_RUN, session: this.name };
     const call = () => this.#options.rpc(frame.method, frame.params, context);
     try {
       const value = await (run?.scope ? withLogScope(run.scope, call) : call());
@@ -448,18 +438,6 @@ export class SandboxSession {
     if (!this.#alive) return Promise.resolve("the sandbox is not running");
     return new Promise((resolve) => this.#exitWaiters.add(resolve));
   }
-}
-
-/** A result with what the run's calls added: the dry run's plan and the notes. */
-function withRunExtras(result: RunResult, run: ActiveRun): RunResult {
-  const planNote = run.planned.note();
-  if (planNote) run.notes.add(planNote);
-  if (!run.planned.calls.length && !run.notes.size) return result;
-  return {
-    ...result,
-    notes: [...result.notes ?? [], ...run.notes],
-    ...(run.planned.calls.length ? { plannedCalls: run.planned.calls } : {}),
-  };
 }
 
 function rpcError(

@@ -183,7 +183,7 @@ export class ApprovalBroker {
       id: randomUUID(),
       session,
       ...(requestId ? { requestId } : {}),
-      message: questionText(request),
+      message: questionText(request, this.options.timeoutSeconds),
       askedAt: new Date(now).toISOString(),
       expiresAt: new Date(now + ms).toISOString(),
     };
@@ -283,14 +283,18 @@ export class ApprovalBroker {
   }
 }
 
-/** The text a person reads: who wants to call what, with which arguments, and why we ask. */
-export function questionText(request: ApprovalRequest): string {
+/** The text a person reads: who wants to call what, with which arguments, why we ask, and for how long. */
+export function questionText(request: ApprovalRequest, timeoutSeconds: number): string {
   return [
     `Sandbox code wants to call the tool "${request.tool}" of the MCP server "${request.server}".`,
     `Arguments: ${request.summary}`,
     `Asked because ${request.reason}.`,
-    "Approve this call?",
+    `Approve this call? No answer within ${duration(timeoutSeconds)} counts as declined.`,
   ].join("\n");
+}
+
+function duration(seconds: number): string {
+  return seconds >= 120 && seconds % 60 === 0 ? `${seconds / 60} minutes` : `${seconds} seconds`;
 }
 
 /**

@@ -89,6 +89,10 @@ test("an accepted question lets write_file run; the question names the tool and 
   assert.match(question.message, /content="hello \[redacted\]"/);
   assert.ok(!question.message.includes(SERVER_SECRET), "a server's secret never reaches the question");
   assert.match(question.message, /CODEMODE_CONFIRM_DESTRUCTIVE/);
+  assert.match(
+    question.message,
+    new RegExp(`No answer within ${CONFIRM_TIMEOUT} seconds counts as declined`),
+  );
   const schema = question.requestedSchema as {
     properties: Record<string, { type: string; oneOf?: unknown[] }>;
   };

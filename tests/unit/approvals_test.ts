@@ -94,6 +94,7 @@ Deno.test("questions of one session are asked one at a time, in the order the ca
   assert.equal(asked[0].requestId, "req-1");
   assert.equal(asked[0].session, "s1");
   assert.match(asked[0].message, /"t0" of the MCP server "fs"[\s\S]*path="\/tmp\/x"[\s\S]*Asked because/);
+  assert.match(asked[0].message, /No answer within 5 seconds counts as declined\.$/);
 });
 
 Deno.test("different sessions are asked independently, each through its own asker", async () => {

@@ -204,19 +204,30 @@ const UNITS: Record<string, string> = {
   maxOutput: " bytes per stream",
   maxDisplay: " bytes per run",
   maxTimeout: "s",
+  confirmTimeout: "s",
 };
+/** How an unset rule reads, where "(no limit)" would be wrong. */
+const UNSET: Record<string, string> = { confirm: "(none)" };
 
 /** The policy rules with where each came from, then the configured servers it refuses. */
 function renderPolicy(report: DoctorReport, c: Colors): string {
   const p = report.policy;
-  const value = (v: unknown) =>
-    v === undefined ? c.dim("(no limit)") : Array.isArray(v) ? (v.join(", ") || c.dim("(none)")) : String(v);
+  const value = (v: unknown, key: string) =>
+    v === undefined
+      ? c.dim(UNSET[key] ?? "(no limit)")
+      : Array.isArray(v)
+      ? (v.join(", ") || c.dim("(none)"))
+      : String(v);
   const lines = [
     table(
       ["rule", "value", "from"],
       p.rules.map((
         r,
-      ) => [r.key, value(r.value) + (UNITS[r.key] && r.value !== undefined ? UNITS[r.key] : ""), r.source]),
+      ) => [
+        r.key,
+        value(r.value, r.key) + (UNITS[r.key] && r.value !== undefined ? UNITS[r.key] : ""),
+        r.source,
+      ]),
       c,
     ),
   ];

@@ -103,6 +103,8 @@ export async function runFile(file: string, options: RunOptions = {}): Promise<n
         timeout: seconds,
         onOutput: (stream, text) => process[stream].write(text),
         artifacts: store,
+        // Nobody can be asked from a script: calls that need approval follow CODEMODE_CONFIRM_FALLBACK.
+        approve: app.approvals.approver(SESSION_KEY),
       });
     } catch (error) {
       process.stderr.write(

@@ -81,12 +81,24 @@ export function renderStats(snapshots: StatsSnapshot[], now = new Date()): strin
   } else {
     out.push("", "No upstream tool calls yet.");
   }
+  const approvals = approvalLine(snapshots);
+  if (approvals) out.push("", approvals);
   const malformed = snapshots.reduce((n, s) => n + s.malformedFrames, 0);
   const rpcErrors = snapshots.reduce((n, s) => n + s.rpc.reduce((m, r) => m + r.errors, 0), 0);
   if (malformed || rpcErrors) {
     out.push("", `${rpcErrors} failed calls from sandboxes, ${malformed} malformed frames dropped`);
   }
   return out.join("\n");
+}
+
+/** Approval questions of every process together, or "" when none was asked or needed. */
+function approvalLine(snapshots: StatsSnapshot[]): string {
+  const sum = (key: keyof StatsSnapshot["approvals"]) =>
+    snapshots.reduce((n, s) => n + (s.approvals?.[key] ?? 0), 0);
+  const [asked, unavailable] = [sum("asked"), sum("unavailable")];
+  if (!asked && !unavailable) return "";
+  return `Approvals: ${asked} asked, ${sum("approved")} approved, ${sum("declined")} declined, ` +
+    `${sum("timedOut")} timed out; ${unavailable} needed but the client could not be asked`;
 }
 
 function uptime(ms: number): string {

@@ -27,6 +27,7 @@ import { ARTIFACTS_DIR, MAX_ARTIFACTS_PER_RUN } from "./sandbox/artifact_receive
 import type { SkillStore } from "./skills/store.ts";
 import { skillRoots } from "./skills/sources.ts";
 import { type ToolDoc, toolDoc } from "./catalog/docs.ts";
+import { ApprovalBroker } from "./sandbox/approvals.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -62,6 +63,8 @@ export class Codemode {
   /** Each session's artifacts, under the state dir. */
   readonly artifacts: ArtifactStores;
   #stores = new Map<string, ArtifactStore>();
+  /** Questions to the user about calls that need approval: open ones can be listed and answered by id. */
+  readonly approvals: ApprovalBroker;
   #options: CodemodeOptions;
   #skills?: Promise<SkillStore | undefined>;
   /** The store once loaded (the capabilities text is built synchronously). */
@@ -90,6 +93,7 @@ export class Codemode {
       maxFile: s.maxArtifact,
       maxTotal: s.maxSessionArtifacts,
     });
+    this.approvals = new ApprovalBroker({ timeoutSeconds: s.confirmTimeout, fallback: s.confirmFallback });
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
       image: s.image,
@@ -176,8 +180,9 @@ export class Codemode {
     return this.#stores.get(sessionKey);
   }
 
-  /** Ends session `sessionKey`: stops its sandbox and deletes its artifacts. */
+  /** Ends session `sessionKey`: stops its sandbox, deletes its artifacts, forgets its session approvals. */
   async closeSession(sessionKey: string): Promise<void> {
+    this.approvals.forget(sessionKey);
     const store = this.#stores.get(sessionKey);
     this.#stores.delete(sessionKey);
     await Promise.allSettled([this.sessions.close(sessionKey), store && this.artifacts.close(store.id)]);
@@ -231,6 +236,7 @@ export class Codemode {
       version: this.#options.version,
       artifacts: this.artifactStore(sessionKey),
       skills: skills?.catalog,
+      approvals: this.approvals,
     });
   }
 

@@ -153,6 +153,8 @@ export interface ServeOptions {
   env?: Record<string, string>;
   /** Largest message the client reads (the SDK's stdio default is 10 MiB). */
   maxBufferSize?: number;
+  /** The client to connect (not yet connected), e.g. one that answers elicitation; a plain one by default. */
+  client?: Client;
 }
 
 /** A `codemode serve` under the SDK client. */
@@ -196,7 +198,7 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     stderr = (stderr + chunk).slice(-20_000);
     if (stderr.includes('"selected runtime"')) { for (const resolve of selected) resolve(); }
   });
-  const client = new Client({ name: "codemode-bench", version: "1" });
+  const client = options.client ?? new Client({ name: "codemode-bench", version: "1" });
   const start = performance.now();
   await client.connect(transport);
   const initializeMs = performance.now() - start;

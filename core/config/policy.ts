@@ -1,5 +1,7 @@
 /**
- * The policy: which servers and tools sandbox code may reach, and how many tool calls one run may make.
+ * The policy: which servers and tools sandbox code may reach, how many tool calls one run may make, and
+ * which calls the user must approve first (`confirm` globs, and every tool that may change things when
+ * `confirmDestructive` is on).
  * Rules are glob lists (`*` any run of characters, `?` one character) matched against a name and its
  * Python alias; deny beats allow. Tool patterns are `server/tool`, or `tool` for a tool of any server.
  * Every refusal says which rule refused and where that rule was set (a variable or a config file).
@@ -18,6 +20,10 @@ export interface PolicyRules {
   readOnly: boolean;
   /** Tool calls one run may make (undefined: no limit). */
   maxToolCalls?: number;
+  /** Tools whose calls the user must approve first (globs of server/tool). */
+  confirm: string[];
+  /** Every tool not annotated read-only or non-destructive needs the user's approval. */
+  confirmDestructive: boolean;
 }
 
 /** Where each rule was set: a variable name or a config file path; absent means the default. */
@@ -26,9 +32,10 @@ export type RuleSources = Partial<Record<keyof PolicyRules, string>>;
 /** A policy decision: allowed, or refused with a sentence saying which rule refused. */
 export type Verdict = { ok: true } | { ok: false; reason: string };
 
-/** The annotations a tool may carry (MCP `ToolAnnotations`); only `readOnlyHint` matters here. */
+/** The annotations a tool may carry (MCP `ToolAnnotations`); only the two hints below matter here. */
 export interface ToolHints {
   readOnlyHint?: unknown;
+  destructiveHint?: unknown;
 }
 
 /** Rules that refuse nothing: every server, every tool, no limit. */
@@ -38,6 +45,8 @@ export const OPEN_RULES: PolicyRules = {
   allowTools: ["*"],
   denyTools: [],
   readOnly: false,
+  confirm: [],
+  confirmDestructive: false,
 };
 
 /** Each rule's variable, named in a refusal when the policy was built without sources. */
@@ -48,6 +57,8 @@ const RULE_ENV: Record<keyof PolicyRules, string> = {
   denyTools: "CODEMODE_DENY_TOOLS",
   readOnly: "CODEMODE_READ_ONLY",
   maxToolCalls: "CODEMODE_MAX_TOOL_CALLS",
+  confirm: "CODEMODE_CONFIRM_TOOLS",
+  confirmDestructive: "CODEMODE_CONFIRM_DESTRUCTIVE",
 };
 
 const OK: Verdict = { ok: true };
@@ -63,7 +74,12 @@ export class Policy {
     this.sources = sources;
   }
 
-  /** True when no rule can refuse anything. */
+  /** True when some calls need the user's approval. */
+  get asksApproval(): boolean {
+    return this.rules.confirm.length > 0 || this.rules.confirmDestructive;
+  }
+
+  /** True when no rule can refuse anything (approvals ask; they are not refusals). */
   get open(): boolean {
     const r = this.rules;
     return r.allowServers.includes("*") && !r.denyServers.length && r.allowTools.includes("*") &&
@@ -103,7 +119,7 @@ export class Policy {
         })`,
       );
     }
-    if (this.rules.readOnly && annotations?.readOnlyHint !== true) {
+    if (this.rules.readOnly && !isReadOnly(annotations)) {
       return refuse(
         `Tool "${id}" is refused by policy: read-only mode (${
           this.#rule("readOnly")
@@ -111,6 +127,20 @@ export class Policy {
       );
     }
     return OK;
+  }
+
+  /**
+   * Why the user must approve a call of `tool` before it goes out (the rule, where it was set), or
+   * undefined when the call needs no approval. Ask only about calls the policy allows: deny comes first.
+   */
+  approvalReason(server: string, tool: string, annotations?: ToolHints): string | undefined {
+    const glob = this.rules.confirm.find((g) => toolGlobMatches(g, server, tool));
+    if (glob !== undefined) return `${this.#rule("confirm")} has "${glob}"`;
+    if (this.rules.confirmDestructive && mayChangeThings(annotations)) {
+      return `${this.#rule("confirmDestructive")} asks before every tool that may change things, and this ` +
+        "one is not annotated readOnlyHint or destructiveHint: false";
+    }
+    return undefined;
   }
 
   /** Whether a run that already made `made` tool calls may make one more. */
@@ -140,6 +170,19 @@ export function policyOf(settings: Pick<Settings, keyof PolicyRules | "sources">
     keys.filter((k) => settings.sources?.[k]).map((k) => [k, settings.sources![k]]),
   ) as RuleSources;
   return new Policy(rules, sources);
+}
+
+/** Whether a tool's annotations say it only reads (`readOnlyHint: true`); a tool without them may not. */
+export function isReadOnly(annotations?: ToolHints): boolean {
+  return annotations?.readOnlyHint === true;
+}
+
+/**
+ * Whether a tool may change things, by the spec's defaults: unless it says `readOnlyHint: true` or
+ * `destructiveHint: false`, it may be destructive (an unannotated tool included).
+ */
+export function mayChangeThings(annotations?: ToolHints): boolean {
+  return !isReadOnly(annotations) && annotations?.destructiveHint !== false;
 }
 
 function refuse(reason: string): Verdict {

@@ -272,6 +272,38 @@ const SPEC = {
     fallback: "rw",
     doc: "Skills: rw saves and loads them, ro only loads them, off turns them off (see docs/skills.md)",
   },
+  confirm: {
+    env: "CODEMODE_CONFIRM_TOOLS",
+    aliases: [],
+    parse: globList("tool").optional(),
+    fallback: undefined,
+    doc:
+      "Tools whose calls the user must approve first (asked through MCP elicitation): globs of server/tool " +
+      "(unset: none; see docs/approvals.md)",
+  },
+  confirmDestructive: {
+    env: "CODEMODE_CONFIRM_DESTRUCTIVE",
+    aliases: [],
+    parse: bool,
+    fallback: "0",
+    doc:
+      "Ask the user before every call of a tool not annotated readOnlyHint: true or destructiveHint: false",
+  },
+  confirmTimeout: {
+    env: "CODEMODE_CONFIRM_TIMEOUT",
+    aliases: [],
+    parse: seconds("the approval timeout"),
+    fallback: "300s",
+    doc: "How long a question waits for the user's answer before the call counts as declined",
+  },
+  confirmFallback: {
+    env: "CODEMODE_CONFIRM_FALLBACK",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["deny", "allow"])),
+    fallback: "deny",
+    doc:
+      "When the client cannot be asked (no elicitation capability): deny the call, or allow it with a note",
+  },
 } as const;
 
 type Spec = typeof SPEC;

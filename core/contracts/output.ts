@@ -25,6 +25,8 @@ export interface RunResult {
   displays?: Display[];
   /** Files the run left under /workspace/artifacts that are new or changed, as the host keeps them. */
   artifacts?: ArtifactLink[];
+  /** Calls a dry run recorded instead of making (`runtime.dry_run()`), in the order they came. */
+  plannedCalls?: { server: string; tool: string; arguments: Record<string, unknown> }[];
 }
 
 /** One display of a run: an image, or text (a table, markdown, HTML, SVG source). */

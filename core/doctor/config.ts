@@ -66,6 +66,10 @@ export const POLICY_KEYS: SettingKey[] = [
   "maxTimeout",
   "maxRuns",
   "maxSessions",
+  "confirm",
+  "confirmDestructive",
+  "confirmTimeout",
+  "confirmFallback",
 ];
 
 /**

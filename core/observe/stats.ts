@@ -38,6 +38,15 @@ export interface ServerStats extends SeriesSummary {
 /** How runs ended. */
 export type RunOutcome = "ok" | "error" | "timeout" | "cancelled";
 
+/** Approval questions: put to a person, and how they ended; `unavailable` counts calls nobody could be asked about. */
+export interface ApprovalCounts {
+  asked: number;
+  approved: number;
+  declined: number;
+  timedOut: number;
+  unavailable: number;
+}
+
 /** Everything at one moment: what `codemode://stats` and `codemode stats --json` show. */
 export interface StatsSnapshot {
   pid: number;
@@ -58,6 +67,7 @@ export interface StatsSnapshot {
   rpc: ({ method: string } & SeriesSummary)[];
   upstream: ServerStats[];
   malformedFrames: number;
+  approvals: ApprovalCounts;
 }
 
 /** A count of calls with their failures and a ring of recent durations. */
@@ -112,6 +122,7 @@ export class Stats {
   #rpc = new Map<string, Series>();
   #servers = new Map<string, ServerEntry>();
   #malformed = 0;
+  #approvals: ApprovalCounts = { asked: 0, approved: 0, declined: 0, timedOut: 0, unavailable: 0 };
 
   /** Grows with every record, so a publisher can skip writing an unchanged snapshot. */
   get changes(): number {
@@ -176,6 +187,12 @@ export class Stats {
     this.#malformed++;
   }
 
+  /** An approval question was asked or ended ("declined" includes dismissed ones), or could not be asked. */
+  approval(event: "asked" | "approved" | "declined" | "timeout" | "unavailable"): void {
+    this.#changes++;
+    this.#approvals[event === "timeout" ? "timedOut" : event]++;
+  }
+
   /** Everything recorded so far. */
   snapshot(now = new Date()): StatsSnapshot {
     const exits = Object.fromEntries([...this.#exits].sort(([a], [b]) => a.localeCompare(b)));
@@ -212,6 +229,7 @@ export class Stats {
         })),
       })),
       malformedFrames: this.#malformed,
+      approvals: { ...this.#approvals },
     };
   }
 

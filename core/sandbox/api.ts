@@ -2,15 +2,18 @@
  * What sandbox code can ask of the host: tool calls, server and tool docs, search. Each RPC method the
  * Python `mcp` package uses is served here. Server secrets (env, headers, args, urls) never cross.
  * The policy applies here: refused servers and tools are left out of every listing and search, and
- * naming one raises PermissionError saying which rule refused it.
+ * naming one raises PermissionError saying which rule refused it. Calls the policy says the user must
+ * approve wait for the run's approver; calls a dry run marks are made only when the tool's own
+ * annotations say it is read-only, and recorded otherwise.
  * @module
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../contracts/discovery.ts";
 import { pythonAlias } from "../python_alias.ts";
-import { Policy, type Verdict } from "../config/policy.ts";
+import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
 import { redact, secretsOf } from "../upstream/redact.ts";
-import { RpcError, type RpcHandler } from "./rpc.ts";
+import { type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
+import { summarizeArguments } from "./approvals.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
@@ -72,22 +75,57 @@ export function sandboxApi(
     return resolved;
   };
   const allowed = (d: ToolDoc) => policy.allowsTool(d.server, d.tool, d.annotations).ok;
+  // Configured secrets of every server, kept out of the questions people read (specs never change).
+  let secrets: string[] | undefined;
+  const allSecrets = () =>
+    secrets ??= [...new Set(pool.names().flatMap((n) => secretsOf(pool.spec(n) ?? {})))]
+      .sort((a, b) => b.length - a.length);
+  /** Waits for the user's approval of a call the policy asks about; raises PermissionError when refused. */
+  const approved = async (
+    context: RpcContext,
+    server: string,
+    tool: string,
+    args: object,
+    reason: string,
+  ) => {
+    const request = {
+      server,
+      tool,
+      reason,
+      summary: summarizeArguments(args as Record<string, unknown>, allSecrets()),
+    };
+    const answer = context.approve ? await context.approve(request) : {
+      approved: false,
+      message:
+        `Call to "${server}/${tool}" needs the user's approval (${reason}), and nobody can be asked here`,
+    };
+    if (!answer.approved) throw new RpcError("PermissionError", answer.message ?? "Declined by the user");
+    if (answer.message) context.note?.(answer.message);
+  };
   const toolDocs = async (name: string): Promise<ToolDoc[]> =>
     (await pool.listTools(name)).map((t) => toolDoc(name, t)).filter(allowed);
 
-  const methods: Record<string, (params: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>> =
+  const methods: Record<string, (params: Record<string, unknown>, context: RpcContext) => Promise<unknown>> =
     {
-      async call_tool(params, signal) {
+      async call_tool(params, context) {
+        const { signal } = context;
         const name = server(params);
         const tool = await resolveTool(pool, policy, name, String(params.tool ?? ""));
         const args = params.arguments ?? {};
-        if (typeof args !== "object" || Array.isArray(args)) {
+        if (typeof args !== "object" || args === null || Array.isArray(args)) {
           throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
         }
         const made = callsMade.get(signal) ?? 0;
         enforce(policy.allowsCall(made));
         callsMade.set(signal, made + 1);
-        const result = await pool.callTool(name, tool, args as Record<string, unknown>, { signal });
+        // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
+        if (params.dry_run === true && !isReadOnly(tool.annotations)) {
+          context.plan?.({ server: name, tool: tool.name, arguments: args as Record<string, unknown> });
+          return null;
+        }
+        const reason = policy.approvalReason(name, tool.name, tool.annotations);
+        if (reason !== undefined) await approved(context, name, tool.name, args, reason);
+        const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, { signal });
         return params.raw ? codec.raw(result) : codec.unwrap(result);
       },
       list_servers() {
@@ -155,7 +193,7 @@ export function sandboxApi(
     if (Object.hasOwn(skillApi, method)) return await skillApi[method](params, context);
     const serve = Object.hasOwn(methods, method) ? methods[method] : undefined;
     if (!serve) throw new RpcError("NotImplementedError", `Unknown host method "${method}"`);
-    return await serve(params, context.signal);
+    return await serve(params, context);
   };
 }
 
@@ -166,16 +204,16 @@ function resolveServer(pool: ToolCaller, name: string): string | undefined {
 }
 
 /**
- * Maps a tool alias (`get_sum`) back to the server's own tool name (`get-sum`); raises PermissionError
+ * Finds a tool by the server's own name (`get-sum`) or its alias (`get_sum`); raises PermissionError
  * for a tool the policy refuses, and AttributeError listing the allowed ones for a tool that isn't there.
  */
-async function resolveTool(pool: ToolCaller, policy: Policy, server: string, tool: string): Promise<string> {
+async function resolveTool(pool: ToolCaller, policy: Policy, server: string, tool: string): Promise<Tool> {
   if (!tool) throw new RpcError("ValueError", "A tool name is required");
   const tools = await pool.listTools(server);
   const match = tools.find((t) => t.name === tool) ?? tools.find((t) => pythonAlias(t.name) === tool);
   if (match) {
     enforce(policy.allowsTool(server, match.name, match.annotations));
-    return match.name;
+    return match;
   }
   const available = tools.filter((t) => policy.allowsTool(server, t.name, t.annotations).ok);
   throw new RpcError(

@@ -9,6 +9,8 @@
  *   {type:"interrupt", id}                 stop execution `id` as its timeout would (the client cancelled)
  *   {type:"file", id, path, offset, data, end, read_only?, dir?}   put a file (or folder) into the sandbox,
  *                                            in base64 pieces
+ *   {type:"pause", id}                     stop execution `id`'s clock: the run waits for a person
+ *   {type:"resume", id}                    restart it with the time that was left
  *   {type:"shutdown"}
  *
  * Sandbox -> host
@@ -26,6 +28,13 @@
  *
  * The sandbox is untrusted: every frame it sends is parsed here, and anything that does not fit is
  * counted and dropped, never obeyed.
+ *
+ * Waiting for a person does not count against a run's timeout. When a call of the run needs the user's
+ * approval, the host stops its own deadline and sends `pause` before the question goes out; when the last
+ * open question of the run is answered it restarts the deadline and sends `resume`. The sandbox's
+ * watchdog stops and restarts its clock on these frames (the Pyodide host's timer does too). Pausing is
+ * the host's decision alone: no frame the sandbox sends can stop the host's deadline, so sandbox code
+ * that stops its own watchdog is still killed at the host's.
  * @module
  */
 import * as z from "zod";
@@ -133,6 +142,8 @@ export type HostFrame =
     /** Make a folder at `path` instead (after the files in it, so read_only can seal it). */
     dir?: boolean;
   }
+  | { type: "pause"; id: string }
+  | { type: "resume"; id: string }
   | { type: "shutdown" };
 
 /** What the sandbox runtime is told at start-up. */

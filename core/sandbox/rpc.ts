@@ -3,6 +3,8 @@
  * that travels back to the sandbox as a typed exception.
  * @module
  */
+import type { ApprovalAnswer, ApprovalRequest } from "./approvals.ts";
+import type { PlannedCall } from "./dry_run.ts";
 
 /** Context of one call from the sandbox. */
 export interface RpcContext {
@@ -12,7 +14,11 @@ export interface RpcContext {
   signal: AbortSignal;
   /** The request the run serves (for logs; lines written during the call carry it already). */
   requestId?: string;
-  /** Adds a note to the result of the run that made the call (e.g. a skill's drift findings). */
+  /** Asks the user whether a call may go out (the run's clock stops meanwhile); absent: nobody to ask. */
+  approve?: (request: ApprovalRequest) => Promise<ApprovalAnswer>;
+  /** Records a call a dry run did not make, for the result's `planned_calls`. */
+  plan?: (call: PlannedCall) => void;
+  /** Adds a note the run's result carries, once however often it is added (e.g. a skill's drift findings). */
   note?: (text: string) => void;
 }
 

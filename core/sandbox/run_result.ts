@@ -29,8 +29,6 @@ export interface RunRecord {
   cancelled: boolean;
   /** What the run displayed. */
   displays?: DisplayCollector;
-  /** Notes the host added while serving the run's calls. */
-  notes?: string[];
 }
 
 /** The message of a run the client cancelled and the sandbox interrupted. */
@@ -50,7 +48,6 @@ export function runResult(end: RunEnd, run: RunRecord): RunResult {
     ...run.stdout.notes("stdout"),
     ...run.stderr.notes("stderr"),
     ...shown?.notes ?? [],
-    ...run.notes ?? [],
   ];
   if ("stopped" in end) {
     const deadline = end.stopped === "deadline";

@@ -8,9 +8,12 @@ import type { RuntimePlugin, SandboxProcess, SandboxStartOptions } from "../cont
 import type { RunResult } from "../contracts/output.ts";
 import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, SandboxFrame } from "./protocol.ts";
 import { readFrames } from "./frame_reader.ts";
-import { pythonErrorType, type RpcHandler } from "./rpc.ts";
+import { pythonErrorType, type RpcContext, type RpcHandler } from "./rpc.ts";
+import { RunClock } from "./run_clock.ts";
+import { RunCalls } from "./run_calls.ts";
+import type { Approver } from "./approvals.ts";
 import { OutputBuffer } from "./output_buffer.ts";
-import { type DoneFrame, runResult } from "./run_result.ts";
+import { type DoneFrame, type RunEnd, runResult } from "./run_result.ts";
 import { DEFAULT_MAX_DISPLAY, DisplayCollector } from "./displays.ts";
 import { currentLogScope, log, type LogScope, withLogScope } from "../observe/log.ts";
 import { stats } from "../observe/stats.ts";
@@ -51,6 +54,8 @@ export interface RunOptions {
   requestId?: string;
   /** Where the run's artifacts are kept; without one they are dropped. */
   artifacts?: ArtifactStore;
+  /** Asks the user about calls that need approval; the run's clock stops while it waits. */
+  approve?: Approver;
 }
 
 interface ActiveRun {
@@ -68,8 +73,7 @@ interface ActiveRun {
   artifacts?: ArtifactReceiver;
   /** Pushes the host's deadline back while artifacts arrive (within a fixed budget). */
   extend?: () => void;
-  /** Notes host calls added during the run (e.g. an imported skill's drift findings). */
-  notes: string[];
+  calls: RunCalls;
 }
 
 const encoder = new TextEncoder();
@@ -78,6 +82,8 @@ const MAX_VALUE_DEPTH = 500;
 const CANCELLED_BEFORE_START = "Cancelled by the client before the run started";
 /** How far past its timeout (plus grace) a run may go while its artifacts are still arriving. */
 const ARTIFACT_BUDGET_MS = 60_000;
+/** Calls that arrive with no run active (late ones): answered, but nothing is waiting for them. */
+const NO_RUN: RpcContext = { session: "", signal: AbortSignal.abort() };
 
 /** A persistent sandbox running the codemode Python runtime. */
 export class SandboxSession {
@@ -205,16 +211,24 @@ export class SandboxSession {
     let finish!: (frame: DoneFrame) => void;
     const done = new Promise<DoneFrame>((resolve) => (finish = resolve));
     const scope = currentLogScope() ?? (options.requestId ? { requestId: options.requestId } : undefined);
+    const controller = new AbortController();
+    const requestId = options.requestId ?? scope?.requestId;
+    const graceMs = this.#options.graceMs ?? 2000;
+    // The host's deadline, a little after the sandbox's own; both stop while the user is being asked.
+    const clock = new RunClock(timeoutSeconds * 1000 + graceMs, {
+      onPause: () => this.#send({ type: "pause", id }).catch(() => {}),
+      onResume: () => this.#send({ type: "resume", id }).catch(() => {}),
+    });
     const run: ActiveRun = {
       id,
       stdout: new OutputBuffer(maxOutput),
       stderr: new OutputBuffer(maxOutput),
       displays: new DisplayCollector(this.#options.maxDisplay ?? DEFAULT_MAX_DISPLAY),
       finish,
-      controller: new AbortController(),
+      controller,
       onOutput,
       scope,
-      requestId: options.requestId ?? scope?.requestId,
+      requestId,
       cancelled: false,
       ...(options.artifacts
         ? {
@@ -222,27 +236,16 @@ export class SandboxSession {
             this.#malformed(why)),
         }
         : {}),
-      notes: [],
+      calls: new RunCalls(this.name, {
+        signal: controller.signal,
+        requestId,
+        clock,
+        approve: options.approve,
+      }),
     };
     this.#run = run;
-    const graceMs = this.#options.graceMs ?? 2000;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const firstDeadline = performance.now() + timeoutSeconds * 1000 + graceMs;
-    let deadlineAt = firstDeadline;
-    const deadline = new Promise<"deadline">((resolve) => {
-      // Re-armed rather than fired while artifacts arrive and keep pushing deadlineAt back.
-      const arm = () => {
-        const left = deadlineAt - performance.now();
-        timer = setTimeout(() => deadlineAt - performance.now() > 1 ? arm() : resolve("deadline"), left);
-      };
-      arm();
-    });
-    run.extend = () => {
-      deadlineAt = Math.min(
-        Math.max(deadlineAt, performance.now() + graceMs),
-        firstDeadline + ARTIFACT_BUDGET_MS,
-      );
-    };
+    const deadline = clock.expired;
+    run.extend = () => clock.extend(graceMs, ARTIFACT_BUDGET_MS);
     // A cancel is the timeout's interrupt, early; a run that ignores it is killed after the same grace.
     let cancelTimer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
@@ -260,26 +263,28 @@ export class SandboxSession {
       signal?.addEventListener("abort", onAbort, { once: true });
     });
     const record = () => ({ ...run, duration: (performance.now() - started) / 1000, timeoutSeconds });
+    const result = (end: RunEnd) => run.calls.finish(runResult(end, record()));
+    // Artifacts that arrived are kept even when the run was stopped: they are finished after the kill.
+    const withFiles = async (r: RunResult) => withArtifacts(r, await run.artifacts?.finish());
     try {
       await this.#send({ type: "execute", id, code, timeout: timeoutSeconds });
       const outcome = await Promise.race([done, deadline, cancelled, this.#exitReason()]);
       if (outcome === "deadline" || outcome === "cancelled") {
-        const result = runResult({ stopped: outcome }, record());
+        const stopped = result({ stopped: outcome });
         await this.kill(outcome === "deadline" ? "timeout" : "cancelled");
-        return withArtifacts(result, await run.artifacts?.finish());
+        return await withFiles(stopped);
       }
       if (typeof outcome === "string") {
-        const result = runResult({ exited: outcome }, record());
+        const exited = result({ exited: outcome });
         await this.kill("crashed");
-        return withArtifacts(result, await run.artifacts?.finish());
+        return await withFiles(exited);
       }
-      return withArtifacts(runResult(outcome, record()), await run.artifacts?.finish());
+      return await withFiles(result(outcome));
     } catch (error) {
       await this.kill("channel-failure");
-      const result = runResult({ channelFailed: (error as Error).message }, record());
-      return withArtifacts(result, await run.artifacts?.finish());
+      return await withFiles(result({ channelFailed: (error as Error).message }));
     } finally {
-      clearTimeout(timer);
+      clock.stop();
       clearTimeout(cancelTimer);
       if (onAbort) signal?.removeEventListener("abort", onAbort);
       run.controller.abort();
@@ -401,12 +406,7 @@ export class SandboxSession {
   async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, run: ActiveRun | undefined): Promise<void> {
     let reply: Extract<HostFrame, { type: "rpc_result" }>;
     const started = performance.now();
-    const context = {
-      session: this.name,
-      signal: run?.controller.signal ?? AbortSignal.abort(),
-      requestId: run?.requestId,
-      note: (text: string) => void run?.notes.push(text),
-    };
+    const context = run?.calls.context ?? { ...NO_RUN, session: this.name };
     const call = () => this.#options.rpc(frame.method, frame.params, context);
     try {
       const value = await (run?.scope ? withLogScope(run.scope, call) : call());

@@ -41,6 +41,8 @@ export function capabilityText(
     "  pass `raw=True` for the whole MCP result. A tool error raises `ToolError`.",
     "- `asyncio.gather(...)` runs calls in parallel.",
     "- Every failed call raises a `runtime.MCPError` (`ToolError`, `PermissionError`, ... are MCPErrors).",
+    "- `async with runtime.dry_run():` (or `with`) plans calls instead of making them: tools not annotated",
+    "  read-only return None and are listed in the result's `planned_calls`; read-only tools still run.",
     "",
     "## Showing results",
     "- `display(obj)`: matplotlib figures and PIL images come back as PNG images, pandas DataFrames as",
@@ -66,6 +68,7 @@ export function capabilityText(
     ...servers.map((s) => `- \`${pythonAlias(s.name)}\`${s.description ? `: ${s.description}` : ""}`),
     ...skillLines(skills),
     ...policyLines(policy),
+    ...approvalLines(policy),
   ];
   return lines.filter((line, i, all) => !(line === "" && all[i - 1] === "")).join("\n") + "\n";
 }
@@ -87,6 +90,23 @@ function skillLines(skills: { writable: boolean; list: SkillLine[] } | undefined
       : "",
     ...shown,
     skills.list.length > MAX_SKILLS ? `- ... ${skills.list.length - MAX_SKILLS} more: list_skills()` : "",
+  ].filter((line, i) => line !== "" || i === 0);
+}
+
+/** Which calls wait for the user's approval, and what a refusal looks like. */
+function approvalLines(policy: Policy | undefined): string[] {
+  if (!policy?.asksApproval) return [];
+  const r = policy.rules;
+  return [
+    "",
+    "## Approvals",
+    "- Some calls wait until the user approves them (the run's timeout stops meanwhile); a refusal raises",
+    '  `PermissionError` ("declined by the user"), and the program can carry on from there.',
+    r.confirm.length ? `- Asked for: ${r.confirm.map((g) => `\`${g}\``).join(", ")}.` : "",
+    r.confirmDestructive
+      ? "- Asked for every tool not annotated `readOnlyHint` or `destructiveHint: false`."
+      : "",
+    "- To show a plan first: run the code inside `runtime.dry_run()`, then again for real.",
   ].filter((line, i) => line !== "" || i === 0);
 }
 

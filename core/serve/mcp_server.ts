@@ -16,6 +16,8 @@ import { stats } from "../observe/stats.ts";
 import { resultContent } from "./display_content.ts";
 import type { ArtifactStore } from "../artifacts/store.ts";
 import { artifactLinks, registerArtifactResources } from "./artifact_resources.ts";
+import type { ApprovalBroker } from "../sandbox/approvals.ts";
+import { requestApprover } from "./elicitation.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -40,6 +42,8 @@ export interface McpServerOptions {
   artifacts?: ArtifactStore;
   /** Serves codemode's skills to this client through the MCP skills extension (skills/list, skills/get). */
   skills?: { attach(server: McpServer): void };
+  /** Where calls that need the user's approval are asked (through this client's elicitation). */
+  approvals?: ApprovalBroker;
 }
 
 /** URI of the capabilities resource. */
@@ -91,6 +95,8 @@ export function createMcpServer(options: McpServerOptions): McpServer {
             signal: ctx.mcpReq.signal,
             onOutput: progress?.output,
             artifacts: options.artifacts,
+            approve: options.approvals &&
+              requestApprover(options.approvals, options.sessionKey, requestId, server.server, ctx),
           }));
         await progress?.flush();
       } finally {

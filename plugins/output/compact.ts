@@ -28,6 +28,16 @@ export function compact(options?: Partial<CompactOptions>): OutputPlugin {
   };
 }
 
+/** Most characters of one planned call's line; structuredContent has every argument in full. */
+const PLANNED_LINE_CHARS = 300;
+
+function plannedText(result: RunResult): string {
+  return (result.plannedCalls ?? []).map(({ server, tool, arguments: args }) => {
+    const line = `- ${server}/${tool} ${JSON.stringify(args)}`;
+    return line.length > PLANNED_LINE_CHARS ? `${line.slice(0, PLANNED_LINE_CHARS)}…` : line;
+  }).join("\n");
+}
+
 function compactText(result: RunResult, o: CompactOptions): Pick<RenderedResult, "text" | "parts"> {
   const sections: [string, Piece[]][] = [];
   const text = (key: string, value: string) => sections.push([key, [value]]);
@@ -43,6 +53,7 @@ function compactText(result: RunResult, o: CompactOptions): Pick<RenderedResult,
   for (const a of result.artifacts ?? []) {
     text("artifact", `${a.name} (${a.mimeType}, ${a.size} bytes) ${a.uri}`);
   }
+  if (result.plannedCalls?.length) text("planned calls (not made)", plannedText(result));
   if (o.showDuration) text("duration", `${result.duration.toFixed(3)}s`);
 
   if (sections.length === 0) return { text: "(no output)" };

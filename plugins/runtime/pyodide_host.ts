@@ -61,12 +61,23 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
     fail(`the Python worker failed: ${event.message}`);
   };
 
-  let armed: { id: unknown; timer: ReturnType<typeof setTimeout> } | undefined;
+  /** The run's timer; `left` is set while the host waits for a person (between pause and resume). */
+  let armed: { id: unknown; timer: ReturnType<typeof setTimeout>; endsAt: number; left?: number } | undefined;
   let memoryCap = Infinity;
   const disarm = () => {
     if (armed) clearTimeout(armed.timer);
     armed = undefined;
     Atomics.store(ctrl, INTERRUPT, 0);
+  };
+  const pauseOrResume = (run: NonNullable<typeof armed>, pause: boolean) => {
+    if (pause && run.left === undefined) {
+      clearTimeout(run.timer);
+      run.left = Math.max(0, run.endsAt - performance.now());
+    } else if (!pause && run.left !== undefined) {
+      run.endsAt = performance.now() + run.left;
+      run.timer = setTimeout(interrupt, run.left);
+      run.left = undefined;
+    }
   };
   const interrupt = () => {
     Atomics.store(ctrl, INTERRUPT, SIGINT);
@@ -141,8 +152,16 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
         const frame = JSON.parse(decoder.decode(line));
         const seconds = Number(frame.timeout) > 0 ? Number(frame.timeout) : 30;
         // A little after the worker's own timer, which stops runs that are waiting rather than computing.
-        armed = { id: frame.id, timer: setTimeout(interrupt, seconds * 1000 + 100) };
+        const ms = seconds * 1000 + 100;
+        armed = { id: frame.id, timer: setTimeout(interrupt, ms), endsAt: performance.now() + ms };
       } catch { /* the worker reports the bad frame */ }
+    }
+    // Waiting for a person stops this timer too; the worker gets the frame as well, for its own.
+    if (/^\{"type":\s*"(pause|resume)"/.test(head)) {
+      try {
+        const frame = JSON.parse(decoder.decode(line));
+        if (armed && frame.id === armed.id) pauseOrResume(armed, frame.type === "pause");
+      } catch { /* not a frame the host sends */ }
     }
     for (let at = 0; at < line.length; at += CHUNK) {
       pending.push({ chunk: line.subarray(at, at + CHUNK), more: at + CHUNK < line.length ? 1 : 0 });

@@ -7,7 +7,8 @@ wait synchronously for an answer (e.g. through shared memory) passes `block(even
 once the answer was handed to `handle`; by default blocking calls fail. Output is
 captured by replacing sys.stdout/sys.stderr. Timeouts cancel the running task at its next await; code
 that never awaits can only be stopped by the host (Pyodide's interrupt buffer raises KeyboardInterrupt,
-or the host drops the whole interpreter).
+or the host drops the whole interpreter). `pause`/`resume` frames stop and restart the timeout while the
+host waits for a person.
 """
 import asyncio
 import sys
@@ -29,10 +30,25 @@ class EmbeddedSession:
         self._streams = (OutputStream("stdout", self.send, limit), OutputStream("stderr", self.send, limit))
         self._writers = tuple(FrameWriter(stream) for stream in self._streams)
         sys.stdout, sys.stderr = self._writers
+        self._current = None
+        self._deadline = 0.0
+        self._paused_at = None
+        self.kernel.clock = self
 
     def send(self, frame):
         """Hands one frame to the host as a JSON line; ValueError when it is over the size cap."""
         self._write(encode(frame).decode("utf-8"))
+
+    def pause(self, execution_id):
+        """The host waits for a person: execution `execution_id`'s timeout stops."""
+        if execution_id == self._current and self._paused_at is None:
+            self._paused_at = time.monotonic()
+
+    def resume(self, execution_id):
+        """The wait is over: the timeout runs again with the time that was left."""
+        if execution_id == self._current and self._paused_at is not None:
+            self._deadline += time.monotonic() - self._paused_at
+            self._paused_at = None
 
     def ready_frame(self):
         """The frame that tells the host the runtime is up."""
@@ -56,14 +72,19 @@ class EmbeddedSession:
         for stream in self._streams:
             stream.begin(execution_id)
         self.kernel.begin(execution_id)
-        started = time.monotonic()
+        self._current, self._deadline, self._paused_at = execution_id, time.monotonic() + timeout, None
         task = asyncio.ensure_future(self.kernel.run_async(frame.get("code") or ""))
-        finished, _ = await asyncio.wait({task}, timeout=timeout)
-        if not finished:
-            task.cancel()
-            await asyncio.wait({task})
+        while not task.done():
+            left = self._deadline - time.monotonic()
+            if self._paused_at is None and left <= 0:
+                task.cancel()
+                await asyncio.wait({task})
+                break
+            await asyncio.wait({task}, timeout=left if self._paused_at is None else 0.5)
+        # Past the deadline also when the host's interrupt (not our cancel) ended the task.
+        overran = (self._paused_at or time.monotonic()) >= self._deadline
+        self._current = None
         outcome = task.result()
-        overran = time.monotonic() - started >= timeout
         for writer in self._writers:
             writer.flush()
         self.kernel.collect_artifacts(execution_id)

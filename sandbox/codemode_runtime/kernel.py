@@ -31,6 +31,8 @@ class Kernel:
     def __init__(self, config, send, *, block=None, namespace=None):
         self.config = normalise_config(config)
         self.send = send
+        self.clock = None
+        """What `pause`/`resume` frames stop and restart: the transport's timeout (`pause(id)`, `resume(id)`)."""
         self.rpc = RpcClient(send, block)
         self.namespace = namespace if namespace is not None else _main_module().__dict__
         self.display = Displayer(send, self.config["max_display"], sync_output=lambda: self.sync_output())
@@ -55,12 +57,17 @@ class Kernel:
         self.display.begin(execution_id)
 
     def handle(self, frame):
-        """Takes a host frame that needs no execution (rpc_result, file); returns False for anything else."""
-        if frame.get("type") == "rpc_result":
+        """Takes a host frame that needs no execution (rpc_result, file, pause, resume); False for anything
+        else."""
+        kind = frame.get("type")
+        if kind == "rpc_result":
             self.rpc.resolve(frame)
             return True
-        if frame.get("type") == "file":
+        if kind == "file":
             self.files.handle(frame)
+            return True
+        if kind in ("pause", "resume") and self.clock is not None:
+            getattr(self.clock, kind)(frame.get("id"))
             return True
         return False
 

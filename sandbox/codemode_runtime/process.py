@@ -28,6 +28,7 @@ class Process:
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
         self.watchdog = Watchdog(self.loop)
+        self.kernel.clock = self
         self.inbox = queue.SimpleQueue()
         self.pid = os.getpid()
         self.current = None
@@ -101,6 +102,16 @@ class Process:
             self._on_close()
         else:
             self.kernel.handle(frame)
+
+    def pause(self, execution_id):
+        """The host waits for a person: the current execution's clock stops."""
+        if execution_id == self.current:
+            self.watchdog.pause()
+
+    def resume(self, execution_id):
+        """The wait is over: the clock runs again."""
+        if execution_id == self.current:
+            self.watchdog.resume()
 
     def _on_close(self):
         # The host is gone or asked us to stop: nothing left to report to, so leave at once, even

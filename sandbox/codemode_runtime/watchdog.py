@@ -4,6 +4,10 @@ When an execution overruns, the watchdog thread cancels the running asyncio task
 SIGINT to the main thread, so blocking sleeps and reads break too; it repeats SIGINT every second
 until the execution ends. The SIGINT handler raises KeyboardInterrupt only while an overrun execution
 is armed, so a late signal can never hit the runtime between executions.
+
+While the host waits for a person (an approval question), it sends `pause` and later `resume`: the clock
+stops in between and restarts with the time that was left. The host keeps its own deadline and pauses it
+the same way, so stopping this clock from inside gains sandbox code nothing.
 """
 import signal
 import threading
@@ -24,6 +28,7 @@ class Watchdog:
         self._armed = False
         self._fired = False
         self._next = None
+        self._left = None  # seconds left when paused, else None
         self._sleeping_until = None
         self.task = None
         """The asyncio task of the current execution, set by whoever drives it."""
@@ -37,6 +42,7 @@ class Watchdog:
         with self._cond:
             self._fired = False
             self.task = None
+            self._left = None
             self._next = time.monotonic() + seconds
             self._armed = True
             # Waking the thread costs the main thread a GIL hand-off, so only when it would otherwise
@@ -48,7 +54,22 @@ class Watchdog:
         """Ends the armed execution now, as if its deadline had passed (the host's cancel)."""
         with self._cond:
             if self._armed:
+                self._left = None
                 self._next = time.monotonic()
+                self._cond.notify()
+
+    def pause(self):
+        """Stops the clock of the armed execution (the host is waiting for a person)."""
+        with self._cond:
+            if self._armed and not self._fired and self._left is None:
+                self._left = max(0.0, self._next - time.monotonic())
+
+    def resume(self):
+        """Restarts a paused clock with the time that was left."""
+        with self._cond:
+            if self._left is not None:
+                self._next = time.monotonic() + self._left
+                self._left = None
                 self._cond.notify()
 
     def disarm(self):
@@ -68,7 +89,7 @@ class Watchdog:
     def _watch(self):
         with self._cond:
             while True:
-                if not self._armed:
+                if not self._armed or self._left is not None:
                     self._sleeping_until = None
                     self._cond.wait()
                     continue

@@ -13,7 +13,7 @@ is what the bridge returns.
 from codemode_runtime import context
 from codemode_runtime.rpc import MCPError, ToolError, mcp_error
 
-from . import _proxy, _skills
+from . import _dry_run, _proxy, _skills
 
 __all__ = [
     "MCPError",
@@ -156,6 +156,16 @@ def read_skill_sync(name):
     return _rpc().call_sync("read_skill", {"name": str(name)})
 
 
+def dry_run():
+    """A block whose tool calls are planned, not made: `async with runtime.dry_run():` (or `with`).
+
+    Inside it, tools their server annotates `readOnlyHint: true` run as usual; every other call returns
+    None without being made, and the result's `planned_calls` lists it (server, tool, arguments). Run the
+    same code outside the block to make the calls for real.
+    """
+    return _dry_run.DryRun()
+
+
 def list_loaded_server_metadata():
     """What this sandbox knows locally (no RPC) about each server whose tools it has listed: name, alias,
     description, tools, and cwd (None here: describe_server() has it)."""
@@ -191,6 +201,8 @@ def capability_summary():
         "ToolError (an MCPError, like every failed call); raw=True returns the whole MCP result. "
         "Files written to /workspace/artifacts (or runtime.save_artifact(name, data)) are sent to the client "
         "after the run."
+        "`async with runtime.dry_run():` plans calls instead of making them (read-only tools still run); "
+        "a call the user must approve waits for them, and a refusal raises PermissionError."
         + _skills_summary()
     )
 

@@ -36,7 +36,8 @@ export interface Attempt {
     | "host env"
     | "artifacts"
     | "mounts"
-    | "skills";
+    | "skills"
+    | "approvals";
   name: string;
   /** Python, run after the prelude; prints its findings with report(...). */
   code?: string;
@@ -70,6 +71,8 @@ export interface Fixtures {
   vaultSecret: string;
   /** Every secret sandbox code must never see. */
   secrets: string[];
+  /** Where the notes server appends; every call of it needs an approval the suite's client declines. */
+  notesFile: string;
   /** Server entries for fakeHome(). */
   servers: Record<string, unknown>;
   /** What reached the host listeners so far. */
@@ -82,6 +85,7 @@ export interface Paths {
   repoRoot: string;
   deno: string;
   faultyServer: string;
+  notesServer: string;
 }
 
 /** Starts the host-side listeners and writes the marker; close() undoes it. */
@@ -162,6 +166,11 @@ export async function fixtures(paths: Paths): Promise<Fixtures> {
       headers: { Authorization: `Bearer ${vaultSecret}` },
     },
     "../etc": { command: paths.deno, args: faulty() },
+    notes: {
+      command: paths.deno,
+      args: ["run", "-A", "--quiet", paths.notesServer],
+      env: { NOTES_FILE: join(markerDir, "notes.txt") },
+    },
   };
 
   return {
@@ -179,6 +188,7 @@ export async function fixtures(paths: Paths): Promise<Fixtures> {
     repoRoot: paths.repoRoot,
     vaultSecret,
     secrets: [vaultSecret, SERVER_SECRET, HOST_SECRET],
+    notesFile: join(markerDir, "notes.txt"),
     servers,
     seen,
     async close() {

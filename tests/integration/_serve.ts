@@ -67,8 +67,15 @@ export function fakeHome(extra: Record<string, unknown> = {}): string {
   return home;
 }
 
-/** Starts `codemode serve` with `env` on top of a test environment. */
-export async function serve(env: Record<string, string> = {}, home = fakeHome()): Promise<Served> {
+/**
+ * Starts `codemode serve` with `env` on top of a test environment; `client` (not yet connected) is the
+ * one to use, e.g. with capabilities and request handlers of its own.
+ */
+export async function serve(
+  env: Record<string, string> = {},
+  home = fakeHome(),
+  client = new Client({ name: "codemode-tests", version: "1" }),
+): Promise<Served> {
   const transport = new StdioClientTransport({
     command: join(ROOT, "node_modules/.bin/deno"),
     args: ["run", "-A", "--quiet", join(ROOT, "cli.ts"), "serve"],
@@ -83,7 +90,6 @@ export async function serve(env: Record<string, string> = {}, home = fakeHome())
     },
     stderr: "pipe",
   });
-  const client = new Client({ name: "codemode-tests", version: "1" });
   await client.connect(transport);
   return {
     client,

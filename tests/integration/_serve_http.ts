@@ -91,10 +91,13 @@ export interface HttpClient {
   end(): Promise<void>;
 }
 
-/** Connects a v2 SDK client to `url`, sending `headers` with every request. */
-export async function connectHttp(url: string, headers: Record<string, string> = {}): Promise<HttpClient> {
+/** Connects a v2 SDK client to `url`, sending `headers` with every request; `client` may bring its own capabilities. */
+export async function connectHttp(
+  url: string,
+  headers: Record<string, string> = {},
+  client = new Client({ name: "codemode-http-tests", version: "1" }),
+): Promise<HttpClient> {
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
-  const client = new Client({ name: "codemode-http-tests", version: "1" });
   await client.connect(transport);
   return {
     client,

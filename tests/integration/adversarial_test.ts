@@ -17,6 +17,8 @@ import { hostEnv, protocol, resources, secrets } from "./_attempts_abuse.ts";
 import { displays } from "./_attempts_display.ts";
 import { artifacts, mounts, mountSetting } from "./_attempts_files.ts";
 import { plantSkills, skills } from "./_attempts_skills.ts";
+import { approvals } from "./_attempts_approvals.ts";
+import { askingClient, reply } from "./_approvals.ts";
 import {
   type Answer,
   assertNoSandboxOf,
@@ -42,6 +44,7 @@ const ATTEMPTS: Attempt[] = [
   ...artifacts,
   ...mounts,
   ...skills,
+  ...approvals,
 ];
 /** How long past its own timeout a run may take to be answered (sandbox restarts, CPU contention). */
 const SLACK_MS = 60_000;
@@ -66,6 +69,7 @@ for (const [engine, runtime] of engines) {
       repoRoot: ROOT,
       deno: join(ROOT, "node_modules/.bin/deno"),
       faultyServer: join(ROOT, "tests/testdata/servers/faulty_server.ts"),
+      notesServer: join(ROOT, "tests/testdata/servers/notes_server.ts"),
     });
     if (!served) {
       const home = fakeHome(fix.servers);
@@ -77,8 +81,11 @@ for (const [engine, runtime] of engines) {
           CODEMODE_MEMORY: "256m",
           CODEMODE_TIMEOUT: "20",
           CODEMODE_MOUNTS: mountSetting(),
+          // Every call of the notes server waits for the person, who declines after a second.
+          CODEMODE_CONFIRM_TOOLS: "notes/*",
         },
         home,
+        askingClient(`adversarial-${engine}`, reply.after(1000, reply.decline())).client,
       );
     }
     const code = prelude(fix);

@@ -144,3 +144,22 @@ Deno.test("renderStats() shows one row per process and one per upstream tool, or
   assert.match(text, /1 live \/ 1 launched/);
   assert.match(text, /│ everything +│ get-sum +│ 1 +│ 0 +│ 0 +│ 12 ms/);
 });
+
+Deno.test("approval questions are counted by how they ended, and renderStats() shows them only when there were any", () => {
+  const stats = new Stats();
+  assert.doesNotMatch(renderStats([stats.snapshot()]), /Approvals/);
+  for (
+    const event of ["asked", "asked", "asked", "approved", "declined", "timeout", "unavailable"] as const
+  ) {
+    stats.approval(event);
+  }
+  const snapshot = stats.snapshot();
+  assert.deepEqual(snapshot.approvals, { asked: 3, approved: 1, declined: 1, timedOut: 1, unavailable: 1 });
+  assert.match(
+    renderStats([snapshot, snapshot]),
+    /Approvals: 6 asked, 2 approved, 2 declined, 2 timed out; 2 needed but the client could not be asked/,
+  );
+  // A snapshot from a serve that predates approvals has no such field.
+  const { approvals: _, ...old } = snapshot;
+  assert.doesNotMatch(renderStats([old as typeof snapshot]), /Approvals/);
+});

@@ -1,0 +1,339 @@
+/**
+ * Approvals: calls the policy says the user must approve are put to a person as questions, one at a time
+ * per session and in the order they came, each with a timeout. The broker keeps the open questions, so
+ * anything on the host (the MCP client's elicitation, a web page) can list them and answer one by id;
+ * the first answer wins and the other asker is told to stop. `scope: "session"` approves a tool for the
+ * rest of its session. Sandbox code never reaches the broker: it only sees the answer to its call.
+ * @module
+ */
+import { randomUUID } from "node:crypto";
+import { log } from "../observe/log.ts";
+import { stats } from "../observe/stats.ts";
+import { redact } from "../upstream/redact.ts";
+
+/** A call waiting for the user's approval, as the sandbox API describes it. */
+export interface ApprovalRequest {
+  server: string;
+  tool: string;
+  /** The arguments as a person reads them: truncated, configured secrets redacted. */
+  summary: string;
+  /** Which rule asks, and where it was set. */
+  reason: string;
+}
+
+/** A person's answer, from an MCP client's form or from the dashboard. */
+export interface ApprovalDecision {
+  approve: boolean;
+  /** "session" approves this tool for the rest of the session; "once" (the default) this call only. */
+  scope?: "once" | "session";
+}
+
+/** How a call's approval ended. */
+export type ApprovalOutcome =
+  | "approved"
+  /** Approved earlier in the session with scope "session"; nobody was asked. */
+  | "remembered"
+  | "declined"
+  /** The person dismissed the question, or the run ended while it was open. */
+  | "cancelled"
+  | "timeout"
+  /** Nobody could be asked: the client has no elicitation; CODEMODE_CONFIRM_FALLBACK decided. */
+  | "unavailable";
+
+/** What the waiting call learns. */
+export interface ApprovalAnswer {
+  approved: boolean;
+  outcome: ApprovalOutcome;
+  /** Refused: the PermissionError message. Allowed without asking: the note the result carries. */
+  message?: string;
+}
+
+/** Approves or refuses one call of a run; `signal` aborts when the run ends. */
+export type Approver = (request: ApprovalRequest, signal: AbortSignal) => Promise<ApprovalAnswer>;
+
+/** Puts a question to the person at a client; "cancelled" when they dismissed it without an answer. */
+export type Ask = (question: PendingApproval, signal: AbortSignal) => Promise<ApprovalDecision | "cancelled">;
+
+/** An open question, as `pending()` lists it. */
+export interface PendingApproval extends ApprovalRequest {
+  id: string;
+  /** The session whose code made the call (an MCP session id, "stdio", "run"). */
+  session: string;
+  requestId?: string;
+  /** The text the person reads. */
+  message: string;
+  /** When it was put to the person (ISO 8601). */
+  askedAt: string;
+  /** When it counts as declined (ISO 8601). */
+  expiresAt: string;
+}
+
+/** What subscribers hear: a question was put to the person, or it ended. */
+export type ApprovalEvent =
+  | { type: "opened"; approval: PendingApproval }
+  | { type: "closed"; approval: PendingApproval; outcome: ApprovalOutcome; scope?: "once" | "session" };
+
+/** How questions are asked. */
+export interface ApprovalOptions {
+  /** Seconds a question waits for an answer before the call counts as declined. */
+  timeoutSeconds: number;
+  /** When nobody can be asked: refuse the call, or let it run and note that in the result. */
+  fallback: "deny" | "allow";
+}
+
+/** Most characters of one argument's value, and of the whole summary, a question shows. */
+export const SUMMARY_LIMITS = { value: 200, total: 800 } as const;
+
+interface SessionState {
+  /** Where the next question lines up. */
+  tail: Promise<void>;
+  /** `server/tool` keys approved for the rest of the session. */
+  approved: Set<string>;
+}
+
+interface Open {
+  approval: PendingApproval;
+  settle(outcome: ApprovalOutcome, decision?: ApprovalDecision): void;
+}
+
+/** The questions of one codemode process. */
+export class ApprovalBroker {
+  readonly options: ApprovalOptions;
+  #sessions = new Map<string, SessionState>();
+  #open = new Map<string, Open>();
+  #listeners = new Set<(event: ApprovalEvent) => void>();
+
+  /** A broker asking with these options. */
+  constructor(options: ApprovalOptions) {
+    this.options = options;
+  }
+
+  /**
+   * The approver of one run of `session`: asks through `ask` (that session's client), or, without one,
+   * lets the fallback decide. After a question of the run goes unanswered, the run's later questions are
+   * declined without asking: nobody is there, and each would hold the run for another timeout.
+   */
+  approver(session: string, requestId?: string, ask?: Ask): Approver {
+    let unanswered = false;
+    return async (request, signal) => {
+      const state = this.#state(session);
+      const key = `${request.server}/${request.tool}`;
+      if (state.approved.has(key)) return { approved: true, outcome: "remembered" };
+      if (!ask) return this.#unavailable(request, session, requestId);
+      const turn = state.tail.then(async () => {
+        if (state.approved.has(key)) return { approved: true, outcome: "remembered" } as ApprovalAnswer;
+        if (signal.aborted) return refusal(request, "cancelled", "the run ended before the user was asked");
+        if (unanswered) {
+          return refusal(
+            request,
+            "timeout",
+            "an earlier question of this run got no answer, so it was not asked",
+          );
+        }
+        const answer = await this.#ask(session, requestId, request, ask, signal);
+        if (answer.outcome === "timeout") unanswered = true;
+        return answer;
+      });
+      state.tail = turn.then(() => {}, () => {});
+      return await turn;
+    };
+  }
+
+  /** The questions open right now (at most one per session), oldest first. */
+  pending(): PendingApproval[] {
+    return [...this.#open.values()].map((o) => ({ ...o.approval }));
+  }
+
+  /** Answers an open question; false when no question with this id is open (answered, timed out, unknown). */
+  answer(id: string, decision: ApprovalDecision): boolean {
+    const open = this.#open.get(id);
+    if (!open) return false;
+    open.settle(decision.approve ? "approved" : "declined", decision);
+    return true;
+  }
+
+  /** Calls `listener` whenever a question opens or closes; returns the function that stops it. */
+  subscribe(listener: (event: ApprovalEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Forgets a session that ended: its "for the session" approvals go with it. */
+  forget(session: string): void {
+    this.#sessions.delete(session);
+  }
+
+  #state(session: string): SessionState {
+    let state = this.#sessions.get(session);
+    if (!state) this.#sessions.set(session, state = { tail: Promise.resolve(), approved: new Set() });
+    return state;
+  }
+
+  #ask(
+    session: string,
+    requestId: string | undefined,
+    request: ApprovalRequest,
+    ask: Ask,
+    signal: AbortSignal,
+  ): Promise<ApprovalAnswer> {
+    const ms = this.options.timeoutSeconds * 1000;
+    const now = Date.now();
+    const approval: PendingApproval = {
+      ...request,
+      id: randomUUID(),
+      session,
+      ...(requestId ? { requestId } : {}),
+      message: questionText(request, this.options.timeoutSeconds),
+      askedAt: new Date(now).toISOString(),
+      expiresAt: new Date(now + ms).toISOString(),
+    };
+    const fields = { approval: approval.id, server: request.server, tool: request.tool, requestId };
+    const asked = performance.now();
+    const stop = new AbortController();
+    return new Promise<ApprovalAnswer>((resolve) => {
+      const timer = setTimeout(() => settle("timeout"), ms);
+      const onAbort = () => settle("cancelled", undefined, "the run ended before the user answered");
+      const settle = (outcome: ApprovalOutcome, decision?: ApprovalDecision, why = this.#why(outcome)) => {
+        if (!this.#open.delete(approval.id)) return;
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+        stop.abort();
+        const scope = outcome === "approved" ? decision?.scope ?? "once" : undefined;
+        if (scope === "session") this.#state(session).approved.add(`${request.server}/${request.tool}`);
+        stats.approval(outcome === "approved" ? "approved" : outcome === "timeout" ? "timeout" : "declined");
+        log.info("approval answered", {
+          ...fields,
+          outcome,
+          scope,
+          ms: Math.round(performance.now() - asked),
+        });
+        this.#emit({ type: "closed", approval, outcome, ...(scope ? { scope } : {}) });
+        resolve(outcome === "approved" ? { approved: true, outcome } : refusal(request, outcome, why));
+      };
+      this.#open.set(approval.id, { approval, settle });
+      stats.approval("asked");
+      log.info("approval asked", { ...fields, session, reason: request.reason });
+      this.#emit({ type: "opened", approval });
+      signal.addEventListener("abort", onAbort, { once: true });
+      ask(approval, stop.signal).then(
+        (decision) =>
+          decision === "cancelled"
+            ? settle("cancelled")
+            : settle(decision.approve ? "approved" : "declined", decision),
+        (error) => {
+          // A client that fails to show the question (or went away) gave no approval.
+          if (!stop.signal.aborted) log.warn("approval question failed", { ...fields, error: String(error) });
+          settle(
+            "cancelled",
+            undefined,
+            `the client could not show the question (${String(error).slice(0, 200)})`,
+          );
+        },
+      );
+      if (signal.aborted) onAbort();
+    });
+  }
+
+  #why(outcome: ApprovalOutcome): string | undefined {
+    if (outcome === "timeout") {
+      return `no answer within ${this.options.timeoutSeconds}s (CODEMODE_CONFIRM_TIMEOUT), which counts as declined`;
+    }
+    if (outcome === "cancelled") return "the question was dismissed without an answer";
+    return undefined;
+  }
+
+  #unavailable(request: ApprovalRequest, session: string, requestId?: string): ApprovalAnswer {
+    const allow = this.options.fallback === "allow";
+    stats.approval("unavailable");
+    log.info("approval not asked: the client cannot be asked", {
+      server: request.server,
+      tool: request.tool,
+      session,
+      requestId,
+      fallback: this.options.fallback,
+    });
+    const id = `"${request.server}/${request.tool}"`;
+    if (allow) {
+      return {
+        approved: true,
+        outcome: "unavailable",
+        message:
+          `${id} ran without approval: it needs one (${request.reason}), this client cannot be asked ` +
+          "(it does not support MCP elicitation), and CODEMODE_CONFIRM_FALLBACK=allow",
+      };
+    }
+    return {
+      approved: false,
+      outcome: "unavailable",
+      message:
+        `Call to ${id} needs the user's approval (${request.reason}), and this client cannot ask: it ` +
+        "does not support MCP elicitation. Use a client that does, or set CODEMODE_CONFIRM_FALLBACK=allow",
+    };
+  }
+
+  #emit(event: ApprovalEvent): void {
+    for (const listener of this.#listeners) {
+      // A listener that throws must not break the question or the other listeners.
+      try {
+        listener(event);
+      } catch (error) {
+        log.warn("approval listener failed", { error: String(error) });
+      }
+    }
+  }
+}
+
+/** The text a person reads: who wants to call what, with which arguments, why we ask, and for how long. */
+export function questionText(request: ApprovalRequest, timeoutSeconds: number): string {
+  return [
+    `Sandbox code wants to call the tool "${request.tool}" of the MCP server "${request.server}".`,
+    `Arguments: ${request.summary}`,
+    `Asked because ${request.reason}.`,
+    `Approve this call? No answer within ${duration(timeoutSeconds)} counts as declined.`,
+  ].join("\n");
+}
+
+function duration(seconds: number): string {
+  return seconds >= 120 && seconds % 60 === 0 ? `${seconds / 60} minutes` : `${seconds} seconds`;
+}
+
+/**
+ * The arguments as a person reads them: `name=value` pairs, each value cut to a couple of hundred
+ * characters and the whole to a few hundred more, with every configured secret redacted before anything
+ * is cut (so a cut can never leave half a secret showing).
+ */
+export function summarizeArguments(args: Record<string, unknown>, secrets: readonly string[]): string {
+  const entries = Object.entries(args);
+  if (!entries.length) return "(none)";
+  const pairs = entries.map(([name, value]) =>
+    `${clip(name, secrets, 60)}=${clip(jsonText(value), secrets, SUMMARY_LIMITS.value)}`
+  );
+  return clip(pairs.join(", "), secrets, SUMMARY_LIMITS.total);
+}
+
+/**
+ * `text` redacted and cut to `max` characters. Only a prefix is redacted: the first `max` characters of
+ * the redacted text stand for at most `max` secrets or characters of the original, so a prefix of
+ * `(max + 1) * longest` characters holds every secret that could show.
+ */
+function clip(text: string, secrets: readonly string[], max: number): string {
+  const longest = secrets.reduce((n, s) => Math.max(n, s.length), 1);
+  const scan = (max + 1) * longest;
+  const redacted = redact(text.length > scan ? text.slice(0, scan) : text, secrets);
+  if (text.length <= scan && redacted.length <= max) return redacted;
+  return `${redacted.slice(0, max)}… (${text.length} characters)`;
+}
+
+function jsonText(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function refusal(request: ApprovalRequest, outcome: ApprovalOutcome, why?: string): ApprovalAnswer {
+  const message = `Call to "${request.server}/${request.tool}" declined by the user${why ? `: ${why}` : ""}`;
+  return { approved: false, outcome, message };
+}

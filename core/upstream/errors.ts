@@ -4,6 +4,7 @@
  * @module
  */
 import { ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
+import { NeedsLoginError } from "../auth/needs_login.ts";
 import { redact } from "./redact.ts";
 
 /** JSON-RPC error code the stdio transport uses for a reply it had to drop for being too large. */
@@ -66,6 +67,17 @@ export class UpstreamCallError extends UpstreamError {}
 /** The pool was closed; no more calls are accepted. */
 export class UpstreamClosedError extends UpstreamError {}
 
+/** The remote server needs `codemode auth login <server>` before it can be used. */
+export class UpstreamAuthError extends UpstreamError {}
+
+/** The NeedsLoginError behind `error` (itself or a cause), if there is one. */
+export function needsLogin(error: unknown): NeedsLoginError | undefined {
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof NeedsLoginError) return e;
+  }
+  return undefined;
+}
+
 /** What is known about a failed call when its error is explained. */
 export interface FailureContext {
   server: string;
@@ -88,6 +100,8 @@ export function explainCallFailure(error: unknown, context: FailureContext): Ups
   if (error instanceof UpstreamError) return error;
   const secrets = context.secrets ?? [];
   const options = { cause: error };
+  const login = needsLogin(error);
+  if (login) return new UpstreamAuthError(redact(login.message, secrets), server, tool, options);
   const closed = error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed;
   if (context.ended || closed) {
     return new UpstreamExitedError(

@@ -22,7 +22,8 @@ export class CallbackServer {
   readonly url: string;
   #server: Server;
   #expected?: string;
-  #waiters: { resolve: (c: Callback) => void; reject: (e: Error) => void }[] = [];
+  /** Settled by the first valid callback, which may arrive before anyone waits for it. */
+  #answer?: { promise: Promise<Callback>; resolve: (c: Callback) => void; reject: (e: Error) => void };
   #onRefused?: (reason: string) => void;
 
   private constructor(server: Server, port: number) {
@@ -51,34 +52,37 @@ export class CallbackServer {
     return instance;
   }
 
-  /** Sets the state a callback must carry. */
+  /** Sets the state a callback must carry; from now on a valid callback is kept until `wait()` takes it. */
   expect(state: string): void {
     this.#expected = state;
+    let resolve!: (c: Callback) => void;
+    let reject!: (e: Error) => void;
+    const promise = new Promise<Callback>((res, rej) => [resolve, reject] = [res, rej]);
+    promise.catch(() => {}); // settled before anyone waits: wait() still sees it
+    this.#answer = { promise, resolve, reject };
   }
 
-  /** The next valid callback, or a rejection after `timeoutMs` or when `signal` aborts. */
-  wait(timeoutMs: number, signal?: AbortSignal): Promise<Callback> {
-    return new Promise<Callback>((resolve, reject) => {
-      const timer = setTimeout(
-        () =>
-          reject(
-            new Error(
-              `No answer from the browser within ${Math.round(timeoutMs / 1000)} s; run the login again`,
-            ),
-          ),
+  /** The valid callback (it may have arrived already), or a rejection after `timeoutMs` or on `signal`. */
+  async wait(timeoutMs: number, signal?: AbortSignal): Promise<Callback> {
+    if (!this.#answer) throw new Error("No login is in progress: expect() was not called");
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort: (() => void) | undefined;
+    const limits = new Promise<never>((_, reject) => {
+      const seconds = Math.round(timeoutMs / 1000);
+      timer = setTimeout(
+        () => reject(new Error(`No answer from the browser within ${seconds} s; run the login again`)),
         timeoutMs,
       );
-      const onAbort = () => reject(new Error("The login was cancelled"));
+      onAbort = () => reject(new Error("The login was cancelled"));
+      if (signal?.aborted) onAbort();
       signal?.addEventListener("abort", onAbort, { once: true });
-      const done = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-      };
-      this.#waiters.push({
-        resolve: (c) => (done(), resolve(c)),
-        reject: (e) => (done(), reject(e)),
-      });
     });
+    try {
+      return await Promise.race([this.#answer.promise, limits]);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   /** Stops listening. */
@@ -101,7 +105,7 @@ export class CallbackServer {
         "This sign-in response does not belong to the login in progress and was refused.",
       );
     }
-    const waiter = this.#waiters.shift();
+    const waiter = this.#answer;
     if (!waiter) return page(res, 409, "This login has already finished.");
     this.#expected = undefined;
     const error = params.get("error");

@@ -59,6 +59,7 @@ export async function login(spec: ServerSpec, options: LoginOptions): Promise<Lo
   // A dynamically registered client keeps its redirect port when it is free (strict servers match it).
   const previous = !spec.oauth?.clientId ? portOf(registeredRedirect(record?.client)) : undefined;
   const callback = await startCallback(spec.oauth?.callbackPort, previous, options.notice);
+  let browsing: Promise<unknown> = Promise.resolve();
   try {
     // Registered for another port: register again rather than hope the server allows any loopback port.
     if (record?.client && registeredRedirect(record.client) !== callback.url) {
@@ -70,17 +71,33 @@ export async function login(spec: ServerSpec, options: LoginOptions): Promise<Lo
       store,
       record,
       redirectUrl: callback.url,
-      onAuthorize: options.authorize,
+      // Not awaited: the "browser" may only finish once the callback has answered it, after the exchange.
+      onAuthorize: (url) => {
+        browsing = Promise.resolve().then(() => options.authorize(url));
+      },
     });
     callback.expect(provider.expectedState);
     const note = (text: string) =>
       log.debug("oauth client note", { server: spec.name, note: text.slice(0, 500) });
     const started = await quietSdk(
       note,
-      () => auth(provider, { serverUrl: spec.url!, forceReauthorization: true, fetchFn: fetch }),
+      () =>
+        auth(provider, {
+          serverUrl: spec.url!,
+          forceReauthorization: true,
+          // Configured scopes beat the ones the metadata lists (the SDK prefers those to clientMetadata.scope).
+          ...(spec.oauth?.scopes ? { scope: spec.oauth.scopes } : {}),
+          fetchFn: fetch,
+        }),
     );
     if (started === "REDIRECT") {
-      const answer = await callback.wait(options.timeoutMs ?? LOGIN_TIMEOUT_MS, options.signal);
+      // A browser step that fails (no launcher, an assertion in a test) ends the wait at once.
+      const failed = browsing.then(() => new Promise<never>(() => {}));
+      failed.catch(() => {}); // seen by the race below, or by `await browsing` later
+      const answer = await Promise.race([
+        callback.wait(options.timeoutMs ?? LOGIN_TIMEOUT_MS, options.signal),
+        failed,
+      ]);
       try {
         await quietSdk(note, () =>
           auth(provider, {
@@ -94,6 +111,7 @@ export async function login(spec: ServerSpec, options: LoginOptions): Promise<Lo
         throw error;
       }
       answer.finish(true, `codemode is logged in to "${spec.name}". You can close this tab.`);
+      await browsing;
     }
     const saved = provider.record;
     if (!saved.tokens) throw new Error(`The authorization server of "${spec.name}" issued no token`);

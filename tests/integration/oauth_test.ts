@@ -376,6 +376,8 @@ test("no token string appears in any log line, sandbox-visible value, CLI output
     assert.match(serveLog, /oauth tokens refreshed/, "the serve's debug log was captured");
     assert.ok(answers.length >= 8);
   }
+  const unformatted = serveLog.split("\n").filter((line) => line.trim() && !line.startsWith("{"));
+  assert.deepEqual(unformatted, [], "the serve's stderr carries JSON log lines only (SDK notes included)");
   const leaks = tokens.filter((token) => texts.some((text) => text.includes(token)));
   assert.deepEqual(leaks.map((t) => t.slice(0, 6) + "..."), [], "tokens appear in output");
   // The static header's token is the user's own: it stays out of everything too.

@@ -21,7 +21,7 @@ export const LOGIN_TIMEOUT_MS = 5 * 60_000;
 export interface LoginOptions {
   store: TokenStore;
   /** Sends the user to the authorization page (opens a browser, or prints the URL). */
-  authorize(url: URL): void | Promise<void>;
+  authorize(url: URL): unknown;
   /** Hears what the user should know while waiting (a refused redirect). */
   notice?: (message: string) => void;
   timeoutMs?: number;

@@ -13,6 +13,7 @@ import type { ImageStore, RuntimePlugin } from "../../core/contracts/runtime.ts"
 import { type Attempt, type Ctx, type Fixtures, fixtures, prelude } from "./_adversarial.ts";
 import { filesystem, network, privileges } from "./_attempts_escape.ts";
 import { hostEnv, protocol, resources, secrets } from "./_attempts_abuse.ts";
+import { oauthTokens } from "./_attempts_oauth.ts";
 import {
   type Answer,
   assertNoSandboxOf,
@@ -33,6 +34,7 @@ const ATTEMPTS: Attempt[] = [
   ...resources,
   ...protocol,
   ...secrets,
+  ...oauthTokens,
   ...hostEnv,
 ];
 /** How long past its own timeout a run may take to be answered (sandbox restarts, CPU contention). */
@@ -59,15 +61,19 @@ for (const [engine, runtime] of engines) {
       deno: join(ROOT, "node_modules/.bin/deno"),
       faultyServer: join(ROOT, "tests/testdata/servers/faulty_server.ts"),
     });
-    served ??= await serve(
-      {
-        CODEMODE_RUNTIME: engine,
-        CODEMODE_MAX_OUTPUT: "256k",
-        CODEMODE_MEMORY: "256m",
-        CODEMODE_TIMEOUT: "20",
-      },
-      fakeHome(fix.servers),
-    );
+    if (!served) {
+      const home = fakeHome(fix.servers);
+      await fix.login(join(home, "state")); // serve's state dir: it finds the tokens there
+      served = await serve(
+        {
+          CODEMODE_RUNTIME: engine,
+          CODEMODE_MAX_OUTPUT: "256k",
+          CODEMODE_MEMORY: "256m",
+          CODEMODE_TIMEOUT: "20",
+        },
+        home,
+      );
+    }
     const code = prelude(fix);
     const s = served;
     return {
@@ -128,9 +134,10 @@ for (const [engine, runtime] of engines) {
       // While serving, exactly the live sandbox carried the serve's pid label: the label check above can
       // fail, and no earlier container outlived its session.
       assert.deepEqual(live.length, 1, `expected just the live sandbox: ${live.join(", ")}`);
+      const everySecret = [...ctx.fix.secrets, ...ctx.fix.oauth.issued()];
       for (const answer of answers) {
         const text = answer.text + JSON.stringify(answer.structured);
-        for (const secret of ctx.fix.secrets) {
+        for (const secret of everySecret) {
           assert.ok(!text.includes(secret), `a secret is in: ${text.slice(0, 300)}`);
         }
       }

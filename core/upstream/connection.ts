@@ -7,6 +7,7 @@
 import {
   type CallToolResult,
   Client,
+  InsufficientScopeError,
   ProtocolError,
   SdkError,
   SdkErrorCode,
@@ -395,7 +396,10 @@ export class UpstreamConnection {
    */
   #dropIfLost(session: Session, error: unknown): void {
     // A login problem is not a lost connection: the session works again once the user logs in.
-    if (session.kind === "stdio" || session.ended || error instanceof ProtocolError || needsLogin(error)) {
+    if (
+      session.kind === "stdio" || session.ended || error instanceof ProtocolError || needsLogin(error) ||
+      error instanceof InsufficientScopeError
+    ) {
       return;
     }
     const code = error instanceof SdkError ? error.code : undefined;

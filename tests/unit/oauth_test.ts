@@ -4,6 +4,7 @@
  * tokens, doctor's "needs login" finding, and the Python exception type.
  */
 import assert from "node:assert/strict";
+import { InsufficientScopeError } from "@modelcontextprotocol/client";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -202,6 +203,24 @@ Deno.test("the needs-login error names the command, quoted for a shell when the 
   assert.ok(explained instanceof UpstreamAuthError, "a login problem is not a lost connection");
   assert.equal(explained.message, error.message);
   assert.equal(pythonErrorType(explained), "PermissionError");
+  const scope = explainCallFailure(new InsufficientScopeError({ requiredScope: "workflow" }), {
+    server: "github",
+    tool: "run_workflow",
+    timeoutMs: 1000,
+    remote: true,
+  });
+  assert.ok(scope instanceof UpstreamAuthError);
+  assert.match(
+    scope.message,
+    /lacks the scope "workflow"; add it to the server's oauth.scopes and run `codemode auth login github`/,
+  );
+  const odd = explainCallFailure(new InsufficientScopeError({ requiredScope: 'x"\n<script>' }), {
+    server: "github",
+    tool: "t",
+    timeoutMs: 1000,
+    remote: true,
+  });
+  assert.match(odd.message, /lacks a scope the tool needs/);
 });
 
 Deno.test("the provider persists what auth() hands it, with absolute expiry, and never registers a configured client", async () => {

@@ -68,7 +68,7 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
             : r.auth === "needs-login"
             ? `needs a login: ${loginCommand(r.name)}`
             : (r.tools === undefined ? r.state : `${r.tools} tools`) +
-              (r.auth === "logged-in" ? ", logged in" : ""),
+              (r.auth === "logged-in" ? ", logged in" : "") + (r.authProblem ? `; ${r.authProblem}` : ""),
           `${r.source.plugin}: ${r.source.file}`,
         ]),
         ...discovery.skipped.map((

@@ -125,7 +125,7 @@ export async function login(spec: ServerSpec, options: LoginOptions): Promise<Lo
   } catch (error) {
     // A first login that failed leaves nothing behind (discovery results may have been saved on the way).
     if (!hadRecord) await store.remove(spec.name, spec.url!).catch(() => {});
-    throw error;
+    throw unreachable(error) ?? error;
   } finally {
     await callback.close();
   }
@@ -151,4 +151,20 @@ function portOf(url: string | undefined): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A network failure, said as one: fetch's own messages do not say what was being reached. */
+function unreachable(error: unknown): Error | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  if (
+    !(error instanceof TypeError) &&
+    !/ECONNREFUSED|ENOTFOUND|ETIMEDOUT|Unable to connect|fetch failed/i.test(message)
+  ) {
+    return undefined;
+  }
+  return new Error(
+    `Cannot reach the server or its authorization server (${message.replace(/\s+/g, " ").slice(0, 200)}); ` +
+      `check the server's URL and the network`,
+    { cause: error },
+  );
 }

@@ -104,6 +104,11 @@ export class ServerAuth implements AuthProvider {
     await this.#refresh(resourceMetadataUrl);
   }
 
+  /** Throws NeedsLoginError at once while the server needs a login and its credentials are unchanged. */
+  async ensureUsable(): Promise<void> {
+    await this.#usable();
+  }
+
   /** What is known without asking the server. */
   state(): AuthState {
     if (this.#block && !this.#retryDue()) return "needs-login";

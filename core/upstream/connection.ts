@@ -252,6 +252,7 @@ export class UpstreamConnection {
     this.#starts++;
     this.#state = "starting";
     this.#session = undefined;
+    const previousError = this.#error;
     this.#error = undefined;
     this.#stderr.clear();
     const name = this.spec.name;
@@ -272,6 +273,8 @@ export class UpstreamConnection {
       );
     });
     try {
+      // A server that needs a login fails here, before a client and transport are built for nothing.
+      await this.#auth?.ensureUsable();
       const session = await Promise.race([deadline, this.#handshake(connect)]);
       if (this.#closed()) throw new Error("closed while starting");
       session.startedAt = new Date();
@@ -295,9 +298,12 @@ export class UpstreamConnection {
       const login = needsLogin(error);
       if (login) {
         const message = redact(login.message, this.#secrets());
+        // Said once per reason: a loop calling a server that needs a login must not flood the log.
+        if (previousError !== message) {
+          log.warn("upstream server needs a login", { server: name, reason: message });
+        }
         this.#state = "failed";
         this.#error = message;
-        log.warn("upstream server needs a login", { server: name });
         throw new UpstreamAuthError(message, name, undefined, { cause: error });
       }
       const reason = exit ? `it exited (${exitText(exit)}) before it was ready` : this.#describe(error);

@@ -23,7 +23,9 @@ import type { StoredAuth, TokenStore } from "./token_store.ts";
 /** Whether a remote server needs nothing, has working credentials, or needs `codemode auth login`. */
 export type AuthState = "none" | "logged-in" | "needs-login";
 
-/** A refresh is started this long before expiry at most (less for short-lived tokens). */
+/** A refresh starts 10% of the token's lifetime before expiry, at least this early (latency)... */
+export const MIN_REFRESH_MARGIN_MS = 1_000;
+/** ...and at most this early. */
 export const MAX_REFRESH_MARGIN_MS = 60_000;
 /** After a refresh failed for a reason the server did not state (network, 5xx), retry no sooner. */
 export const RETRY_AFTER_FAILED_REFRESH_MS = 30_000;
@@ -150,7 +152,12 @@ export class ServerAuth implements AuthProvider {
   #expiring(record: StoredAuth): boolean {
     if (record.expiresAt === undefined) return false;
     const lifetime = record.expiresAt - (record.obtainedAt ?? record.expiresAt);
-    const margin = Math.min(MAX_REFRESH_MARGIN_MS, Math.max(0, lifetime * 0.1));
+    // Never more than half the lifetime, so a short-lived token is still used before it is replaced.
+    const margin = Math.min(
+      MAX_REFRESH_MARGIN_MS,
+      Math.max(MIN_REFRESH_MARGIN_MS, lifetime * 0.1),
+      lifetime / 2,
+    );
     return this.#now() >= record.expiresAt - margin;
   }
 

@@ -181,8 +181,8 @@ print(json.dumps({"tools": tools, "echoed": echoed, "who": who}))`);
 }, true);
 
 test("short-lived tokens are refreshed before they expire, mid-session, with no failed call", async () => {
-  oauth.setAccessTokenTtl(3);
-  oauth.revokeAccessTokens(); // the next call gets a 401 and refreshes into 3-second tokens
+  oauth.setAccessTokenTtl(5);
+  oauth.revokeAccessTokens(); // the next call gets a 401 and refreshes into 5-second tokens
   await run(`await mcp_secure.echo(message="renew")`);
   const before = { ...oauth.counts };
   const answer = await run(`
@@ -190,7 +190,7 @@ import asyncio, json
 results = []
 for i in range(6):
     results.append(await mcp_secure.echo(message=f"call {i}"))
-    await asyncio.sleep(1.5)
+    await asyncio.sleep(2)
 print(json.dumps(results))`);
   assert.equal(answer.isError, false, answer.text);
   assert.deepEqual(found(answer), [0, 1, 2, 3, 4, 5].map((i) => `call ${i}`));

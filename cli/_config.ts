@@ -35,8 +35,13 @@ export async function cliConfig(): Promise<CliConfig> {
   let pool: Promise<UpstreamPool> | undefined;
   // A refused server is never started, not even to index its tools.
   const getPool = () =>
-    pool ??= import("../core/upstream/pool.ts").then(({ UpstreamPool }) =>
-      new UpstreamPool(discovery.servers.filter((s) => policy.allowsServer(s.name).ok))
+    pool ??= Promise.all([import("../core/upstream/pool.ts"), import("../core/auth/clients.ts")]).then(
+      ([{ UpstreamPool }, { OAuthClients }]) => {
+        const oauth = new OAuthClients(settings.stateDir);
+        return new UpstreamPool(discovery.servers.filter((s) => policy.allowsServer(s.name).ok), {
+          auth: (spec) => oauth.forServer(spec),
+        });
+      },
     );
   return {
     settings,

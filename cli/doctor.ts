@@ -11,6 +11,7 @@ import { configCandidates, type ConfigFile, ConfigFileError, readConfigFile } fr
 import type { RuntimeCheck } from "../core/doctor/runtime.ts";
 import { describeLibraries } from "../core/doctor/libraries.ts";
 import { VERSION } from "../core/version.ts";
+import { probeAuth } from "../core/auth/probe.ts";
 import { type Colors, colors, formatMs, mark, printJson, table } from "./_render.ts";
 
 /** Flags of `codemode doctor`. */
@@ -48,6 +49,12 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
       runtimes: plugins.runtimes(),
       discovery: app.discovery,
       listTools: options.quick ? undefined : (name) => app.pool.listTools(name),
+      authOf: async (name, started) => {
+        const spec = app.servers.find((s) => s.name === name);
+        const auth = spec && app.oauth.forServer(spec);
+        if (!spec || !auth) return undefined;
+        return started ? { auth: auth.state() } : await probeAuth(spec, auth);
+      },
       sandbox: { command: bootstrapCommand(), bootstrap: () => bootstrapFrame(app.bootstrapConfig()) },
       configFile,
       configSearched: configCandidates(env, process.cwd()),
@@ -139,9 +146,11 @@ export function renderReport(report: DoctorReport, c: Colors): string {
           mark(v.status, c),
           v.name,
           v.tools !== undefined
-            ? String(v.tools)
+            ? String(v.tools) + (v.auth === "logged-in" ? " (logged in)" : "")
             : v.status === "fail"
             ? "failed (see below)"
+            : v.auth === "needs-login"
+            ? `needs a login: ${v.problem?.fix?.replace(/^Run /, "") ?? ""}`
             : v.problem?.message ?? "",
           v.ms === undefined ? "" : formatMs(v.ms),
           v.source,

@@ -65,6 +65,22 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
     .option("--json", "print JSON for scripts")
     .action(async (server, opts) => setExit(await (await import("./search_command.ts")).tools(server, opts)));
 
+  const auth = program.command("auth")
+    .description("Log in to remote MCP servers that require OAuth, show and end those logins");
+  auth.command("login")
+    .description("Log in to a remote MCP server with OAuth (opens a browser) and store its tokens")
+    .argument("<server>", "server name, as `codemode servers` lists it")
+    .option("--no-browser", "print the login URL instead of opening a browser")
+    .action(async (server, opts) => setExit(await (await import("./auth.ts")).authLogin(server, opts)));
+  auth.command("status")
+    .description("Show which remote MCP servers are logged in, when their tokens expire and their scopes")
+    .option("--json", "print JSON for scripts: [{server, loggedIn, expiresAt, scopes}]")
+    .action(async (opts) => setExit(await (await import("./auth.ts")).authStatus(opts)));
+  auth.command("logout")
+    .description("Revoke (where the server supports it) and delete the stored tokens of a remote MCP server")
+    .argument("<server>", "server name")
+    .action(async (server) => setExit(await (await import("./auth.ts")).authLogout(server)));
+
   program.command("stats")
     .description("Show runs, sandboxes and tool-call latencies of every running codemode serve")
     .option("--json", "print JSON for scripts")

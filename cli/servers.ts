@@ -1,11 +1,16 @@
 /**
  * `codemode servers [--json]`: every configured server with its transport, the file it came from, its
- * state (tools cached, skipped and why) and the diagnostics of the config files.
+ * state (tools cached, skipped and why), whether a remote one needs a login (probed with one request
+ * each, in parallel), and the diagnostics of the config files.
  * @module
  */
 import { cliConfig } from "./_config.ts";
 import { colors, mark, printJson, table } from "./_render.ts";
 import { ToolCatalog } from "../core/catalog/catalog.ts";
+import type { ServerSpec } from "../core/contracts/discovery.ts";
+import { OAuthClients } from "../core/auth/clients.ts";
+import { loginCommand } from "../core/auth/needs_login.ts";
+import { type AuthProbe, probeAuth } from "../core/auth/probe.ts";
 
 /** Runs `codemode servers`; exit 1 when a config file has an error. */
 export async function servers(opts: { json?: boolean }): Promise<number> {
@@ -23,12 +28,18 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
     const verdict = config.policy.allowsServer(name);
     return verdict.ok ? undefined : verdict.reason;
   };
+  const logins = await probeRemote(
+    discovery.servers.filter((s) => !refusal(s.name)),
+    config.settings.stateDir,
+  );
   const rows = discovery.servers.map((s) => ({
     name: s.name,
     transport: s.transport,
     source: { plugin: s.source.plugin, file: s.source.file, key: s.source.key, scope: s.source.scope },
     state: refusal(s.name) ? "refused" : cached.has(s.name) ? "indexed" : "configured",
     ...(refusal(s.name) ? { refused: refusal(s.name) } : {}),
+    ...(logins.has(s.name) ? { auth: logins.get(s.name)!.auth } : {}),
+    ...(logins.get(s.name)?.problem ? { authProblem: logins.get(s.name)!.problem } : {}),
     tools: cached.get(s.name),
     shadowed: (s.shadowed ?? []).map((p) => p.file),
   }));
@@ -49,10 +60,15 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
       ["", "server", "transport", "state", "source"],
       [
         ...rows.map((r) => [
-          mark(r.refused ? "warn" : "ok", c),
+          mark(r.refused || r.auth === "needs-login" ? "warn" : "ok", c),
           r.name,
           r.transport,
-          r.refused ? "refused by policy" : r.tools === undefined ? r.state : `${r.tools} tools`,
+          r.refused
+            ? "refused by policy"
+            : r.auth === "needs-login"
+            ? `needs a login: ${loginCommand(r.name)}`
+            : (r.tools === undefined ? r.state : `${r.tools} tools`) +
+              (r.auth === "logged-in" ? ", logged in" : "") + (r.authProblem ? `; ${r.authProblem}` : ""),
           `${r.source.plugin}: ${r.source.file}`,
         ]),
         ...discovery.skipped.map((
@@ -77,4 +93,14 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
   process.stdout.write(out.join("\n") + "\n");
   await config.close();
   return errors.length ? 1 : 0;
+}
+
+/** The login state of every remote server, each found out with one request, all at once. */
+async function probeRemote(servers: ServerSpec[], stateDir: string): Promise<Map<string, AuthProbe>> {
+  const oauth = new OAuthClients(stateDir);
+  const remote = servers.filter((s) => s.transport !== "stdio" && s.url);
+  const found = await Promise.all(
+    remote.map(async (s) => [s.name, await probeAuth(s, oauth.forServer(s))] as const),
+  );
+  return new Map(found);
 }

@@ -12,6 +12,7 @@ import type { Settings } from "./config/settings.ts";
 import type { PluginRegistry } from "./registry.ts";
 import { defaultDiscoveryContext, discoverServers, type Discovery } from "./config/discovery.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
+import { OAuthClients } from "./auth/clients.ts";
 import { ToolCatalog } from "./catalog/catalog.ts";
 import { encodeRawResult, unwrapToolResult } from "./sandbox/tool_result.ts";
 import { sandboxApi } from "./sandbox/api.ts";
@@ -58,6 +59,8 @@ export class Codemode {
   readonly policy: Policy;
   readonly discovery: Discovery;
   readonly pool: UpstreamPool;
+  /** OAuth credentials of the remote servers that log in. */
+  readonly oauth: OAuthClients;
   readonly catalog: ToolCatalog;
   readonly sessions: SessionManager;
   /** Each session's artifacts, under the state dir. */
@@ -83,7 +86,8 @@ export class Codemode {
       if (!verdict.ok) log.info("server refused by policy", { server: spec.name, reason: verdict.reason });
       return verdict.ok;
     });
-    this.pool = new UpstreamPool(this.servers);
+    this.oauth = new OAuthClients(this.settings.stateDir);
+    this.pool = new UpstreamPool(this.servers, { auth: (spec) => this.oauth.forServer(spec) });
     this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listTools(spec.name), {
       stateDir: this.settings.stateDir,
       skillLister: (spec) => this.pool.listSkills(spec.name),

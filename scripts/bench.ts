@@ -2,7 +2,7 @@
  * `deno task bench`: measures codemode against baselines taken in the same run and prints one table per
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
- *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|artifacts|skills|approvals] [--json]
+ *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|artifacts|skills|approvals|oauth] [--json]
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -21,6 +21,7 @@ import { benchImage } from "./bench_image.ts";
 import { benchArtifacts } from "./bench_artifacts.ts";
 import { benchSkills } from "./bench_skills.ts";
 import { benchApprovals } from "./bench_approvals.ts";
+import { benchOAuth } from "./bench_oauth.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -36,6 +37,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   artifacts: benchArtifacts,
   skills: benchSkills,
   approvals: benchApprovals,
+  oauth: benchOAuth,
 };
 
 /** Sections that run only when asked for with --only: building two images from scratch takes many minutes. */

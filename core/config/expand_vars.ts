@@ -69,7 +69,7 @@ export function braceBareVars(text: string): string {
   return text.replace(/\$([A-Za-z_][A-Za-z0-9_]*)/g, "${$1}");
 }
 
-/** Expands variables in command, args, env values, cwd, url and header values of one server. */
+/** Expands variables in command, args, env values, cwd, url, header values and OAuth client id and secret. */
 export function expandServer(spec: ServerSpec, context: ExpandContext): ServerExpansion {
   const unset = new Set<string>();
   const inputs = new Set<string>();
@@ -91,6 +91,11 @@ export function expandServer(spec: ServerSpec, context: ExpandContext): ServerEx
   if (spec.cwd !== undefined) expanded.cwd = one(spec.cwd);
   if (spec.url !== undefined) expanded.url = one(spec.url);
   if (spec.headers) expanded.headers = map(spec.headers);
+  if (spec.oauth) {
+    expanded.oauth = { ...spec.oauth };
+    if (spec.oauth.clientId !== undefined) expanded.oauth.clientId = one(spec.oauth.clientId);
+    if (spec.oauth.clientSecret !== undefined) expanded.oauth.clientSecret = one(spec.oauth.clientSecret);
+  }
 
   const file = spec.source.file;
   const server = spec.name;

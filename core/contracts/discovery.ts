@@ -15,6 +15,21 @@ export interface Provenance {
   scope?: string;
 }
 
+/**
+ * How a remote server is logged in to with OAuth, in the shape Claude Code and VS Code write under a
+ * server's `oauth` key. Everything is optional: without it codemode registers itself dynamically.
+ */
+export interface OAuthSettings {
+  /** A client registered with the authorization server beforehand (servers without dynamic registration). */
+  clientId?: string;
+  /** That client's secret, when it has one (better as `${VAR}` than written out). */
+  clientSecret?: string;
+  /** Scopes to ask for, space-separated; by default the ones the server's metadata lists. */
+  scopes?: string;
+  /** A fixed port for the loopback redirect, for an app registered with one callback URL. */
+  callbackPort?: number;
+}
+
 /** One MCP server as a client config describes it, normalised. */
 export interface ServerSpec {
   name: string;
@@ -28,6 +43,8 @@ export interface ServerSpec {
   /** http/sse: the endpoint and extra headers. */
   url?: string;
   headers?: Record<string, string>;
+  /** http/sse: OAuth client settings for `codemode auth login`. */
+  oauth?: OAuthSettings;
   description?: string;
   /** Per-call timeout the client config asks for, in milliseconds. */
   timeoutMs?: number;

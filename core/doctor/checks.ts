@@ -22,6 +22,8 @@ import { checkRuntime, type RuntimeCheck, type RuntimeCheckOptions } from "./run
 import type { CheckStatus, Finding } from "./finding.ts";
 import { skillFindings, type SkillsCheck } from "./skills.ts";
 import { checkMounts, type MountCheck, mountFindings } from "./mounts.ts";
+import { loginCommand } from "../auth/needs_login.ts";
+import type { AuthState } from "../auth/server_auth.ts";
 
 export type { CheckStatus, Finding } from "./finding.ts";
 export type { RuntimeCheck, SandboxProbe } from "./runtime.ts";
@@ -62,7 +64,15 @@ export interface ServerCheck {
   /** Milliseconds to start it and list its tools. */
   ms?: number;
   tools?: number;
+  /** A remote server codemode logs in to with OAuth: whether it holds working credentials. */
+  auth?: AuthState;
   problem?: Problem;
+}
+
+/** What is known about a remote server's login. */
+export interface AuthFacts {
+  auth: AuthState;
+  problem?: string;
 }
 
 /** Everything doctor found. `ok` is false when something is broken (a "fail" finding). */
@@ -103,6 +113,11 @@ export interface DoctorInput {
   discovery: DiscoveryFacts;
   /** Starts one server and lists its tools; undefined skips servers (`--quick`). */
   listTools?: (server: string) => Promise<unknown[]>;
+  /**
+   * A remote server's login: after `listTools` ran (`started`), what it left; otherwise found out with
+   * one request. Undefined for a server codemode does no OAuth for.
+   */
+  authOf?: (server: string, started: boolean) => Promise<AuthFacts | undefined>;
   sandbox: Pick<RuntimeCheckOptions, "command" | "bootstrap">;
   serverTimeoutMs?: number;
   /** codemode's config file: the one read, the error reading it, or undefined when there is none. */
@@ -207,13 +222,29 @@ export async function checkServers(
   listTools: ((server: string) => Promise<unknown[]>) | undefined,
   timeoutMs = 30_000,
   refused: ReadonlyMap<string, string> = new Map(),
+  authOf?: DoctorInput["authOf"],
 ): Promise<ServerCheck[]> {
   const where = (p: Provenance) => `${p.file} (${p.key})`;
+  const needsLogin = (base: { name: string; source: string }, message: string): ServerCheck => ({
+    ...base,
+    status: "warn",
+    auth: "needs-login",
+    problem: { message, fix: `Run \`${loginCommand(base.name)}\`` },
+  });
   const checks = await Promise.all(discovery.servers.map(async (spec): Promise<ServerCheck> => {
     const base = { name: spec.name, source: where(spec.source) };
     const reason = refused.get(spec.name);
     if (reason) return { ...base, status: "info", problem: { message: reason } };
-    if (!listTools) return { ...base, status: "info", problem: { message: "Not started (--quick)" } };
+    if (!listTools) {
+      const login = await authOf?.(spec.name, false).catch(() => undefined);
+      if (login?.auth === "needs-login") return needsLogin(base, login.problem ?? "Needs a login");
+      return {
+        ...base,
+        status: "info",
+        ...(login ? { auth: login.auth } : {}),
+        problem: { message: "Not started (--quick)" },
+      };
+    }
     const started = performance.now();
     try {
       const tools = await withTimeout(
@@ -221,8 +252,18 @@ export async function checkServers(
         timeoutMs,
         `did not list its tools within ${timeoutMs / 1000}s`,
       );
-      return { ...base, status: "ok", ms: Math.round(performance.now() - started), tools: tools.length };
+      const login = await authOf?.(spec.name, true).catch(() => undefined);
+      return {
+        ...base,
+        status: "ok",
+        ms: Math.round(performance.now() - started),
+        tools: tools.length,
+        ...(login ? { auth: login.auth } : {}),
+      };
     } catch (error) {
+      if (error instanceof Error && error.name === "UpstreamAuthError") {
+        return needsLogin(base, error.message);
+      }
       const what = spec.transport === "stdio"
         ? `"${[spec.command, ...spec.args ?? []].join(" ")}"`
         : `"${spec.url}"`;
@@ -269,7 +310,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   const [runtimes, stateDir, servers] = await Promise.all([
     Promise.all(input.runtimes.map((r) => checkRuntime(r, runtimeOptions))),
     checkStateDir(settings.stateDir),
-    checkServers(input.discovery, input.listTools, input.serverTimeoutMs, refused),
+    checkServers(input.discovery, input.listTools, input.serverTimeoutMs, refused, input.authOf),
   ]);
   const { runtime, finding } = chooseRuntime(settings.runtime, runtimes);
   const configs = checkConfigs(input.discovery);
@@ -296,7 +337,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
         message: d.message,
       }))
     ),
-    ...servers.filter((s) => s.status === "fail" && s.problem).map((s) => ({
+    ...servers.filter((s) => (s.status === "fail" || s.auth === "needs-login") && s.problem).map((s) => ({
       status: s.status,
       subject: `server ${s.name}`,
       ...s.problem!,

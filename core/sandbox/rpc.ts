@@ -43,5 +43,7 @@ export function pythonErrorType(error: unknown): string {
   if (error instanceof RpcError) return error.pythonType;
   if (error instanceof Error && error.name === "ToolError") return "ToolError";
   if (error instanceof Error && error.name === "UpstreamTimeoutError") return "TimeoutError";
+  // A remote server that needs `codemode auth login`: no retry from sandbox code can fix it.
+  if (error instanceof Error && error.name === "UpstreamAuthError") return "PermissionError";
   return "RuntimeError";
 }

@@ -7,6 +7,7 @@
 import {
   type CallToolResult,
   Client,
+  InsufficientScopeError,
   ProtocolError,
   SdkError,
   SdkErrorCode,
@@ -17,12 +18,15 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../contracts/discovery.ts";
+import type { AuthState, ServerAuth } from "../auth/server_auth.ts";
 import { log } from "../observe/log.ts";
-import { redact, secretsOf } from "./redact.ts";
+import { redact, redactToolError, secretForms, secretsOf } from "./redact.ts";
 import { serverEnv } from "./safe_env.ts";
 import { stats } from "../observe/stats.ts";
 import {
   explainCallFailure,
+  needsLogin,
+  UpstreamAuthError,
   UpstreamCancelledError,
   UpstreamClosedError,
   UpstreamStartError,
@@ -47,6 +51,8 @@ export interface ServerStatus {
   pid?: number;
   /** The transport in use; "sse" for an "http" server that fell back. */
   transport?: "stdio" | "http" | "sse";
+  /** A remote server codemode logs in to: whether it holds working credentials or needs a login. */
+  auth?: AuthState;
 }
 
 /** Limits for one connection. */
@@ -94,14 +100,19 @@ export class UpstreamConnection {
   /** The session being connected, so close() can stop a start midway. */
   #attempt?: Session;
   #stderr: UpstreamOutputLog;
-  /** Redacted from every message this connection builds: those reach sandbox code. */
-  #secrets: string[];
+  /** The config's secrets, redacted from every message this connection builds: those reach sandbox code. */
+  #configSecrets: string[];
+  /** OAuth for a remote server that does not send its own Authorization header. */
+  #auth?: ServerAuth;
+  #tokenSecrets: { held: readonly string[]; forms: string[] } = { held: [], forms: [] };
 
-  constructor(spec: ServerSpec, options: ConnectionOptions) {
+  /** `auth` logs the connection in with OAuth (a remote server without its own Authorization header). */
+  constructor(spec: ServerSpec, options: ConnectionOptions, auth?: ServerAuth) {
     this.spec = spec;
     this.#options = options;
-    this.#secrets = secretsOf(spec);
-    this.#stderr = new UpstreamOutputLog(spec.name, this.#secrets);
+    this.#auth = auth;
+    this.#configSecrets = secretsOf(spec);
+    this.#stderr = new UpstreamOutputLog(spec.name, this.#configSecrets);
   }
 
   /** Where the server is in its lifecycle. */
@@ -114,6 +125,7 @@ export class UpstreamConnection {
       restarts: Math.max(0, this.#starts - 1),
       ...(this.#state === "ready" && session?.pid ? { pid: session.pid } : {}),
       ...(session ? { transport: session.kind } : {}),
+      ...(this.#auth ? { auth: this.#auth.state() } : {}),
     };
   }
 
@@ -155,7 +167,7 @@ export class UpstreamConnection {
       return { ...read, files: await session.skills.files(name, this.#timeout()) };
     } catch (error) {
       if (error instanceof RangeError) {
-        throw new RangeError(redact(`MCP server "${this.spec.name}" ${error.message}`, this.#secrets));
+        throw new RangeError(redact(`MCP server "${this.spec.name}" ${error.message}`, this.#secrets()));
       }
       throw this.#explain(error, session, `skill ${name}`, this.#timeout());
     }
@@ -174,7 +186,7 @@ export class UpstreamConnection {
       session = await this.#readyUnlessAborted(tool, options.signal);
       const result = await send(session, tool, args, { timeout: timeoutMs, signal: options.signal });
       this.#called(tool, started, result.isError ? "tool_error" : "ok");
-      return result;
+      return result.isError ? redactToolError(result, this.#secrets()) : result;
     } catch (error) {
       if (!session) {
         this.#called(tool, started, "error", error);
@@ -206,6 +218,16 @@ export class UpstreamConnection {
     if (!log.enabled("debug")) return;
     const fields = { server: this.spec.name, tool, ms: Math.round(ms * 10) / 10, outcome };
     log.debug("upstream call", error ? { ...fields, error: describe(error) } : fields);
+  }
+
+  /** The config's secrets and every OAuth credential held for the server, in all their forms. */
+  #secrets(): string[] {
+    if (!this.#auth) return this.#configSecrets;
+    const held = this.#auth.secrets();
+    if (held !== this.#tokenSecrets.held) {
+      this.#tokenSecrets = { held, forms: secretForms([...this.#configSecrets, ...held]) };
+    }
+    return this.#tokenSecrets.forms.length ? this.#tokenSecrets.forms : this.#configSecrets;
   }
 
   /** A method, not a field read, because the state changes across awaits. */
@@ -260,6 +282,7 @@ export class UpstreamConnection {
     this.#starts++;
     this.#state = "starting";
     this.#session = undefined;
+    const previousError = this.#error;
     this.#error = undefined;
     this.#stderr.clear();
     const name = this.spec.name;
@@ -280,6 +303,8 @@ export class UpstreamConnection {
       );
     });
     try {
+      // A server that needs a login fails here, before a client and transport are built for nothing.
+      await this.#auth?.ensureUsable();
       const session = await Promise.race([deadline, this.#handshake(connect)]);
       if (this.#closed()) throw new Error("closed while starting");
       session.startedAt = new Date();
@@ -300,13 +325,24 @@ export class UpstreamConnection {
           cause: error,
         });
       }
+      const login = needsLogin(error);
+      if (login) {
+        const message = redact(login.message, this.#secrets());
+        // Said once per reason: a loop calling a server that needs a login must not flood the log.
+        if (previousError !== message) {
+          log.warn("upstream server needs a login", { server: name, reason: message });
+        }
+        this.#state = "failed";
+        this.#error = message;
+        throw new UpstreamAuthError(message, name, undefined, { cause: error });
+      }
       const reason = exit ? `it exited (${exitText(exit)}) before it was ready` : this.#describe(error);
       const tail = this.#stderr.tail();
       const message = redact(
         `MCP server "${name}" failed to start: ${reason}` +
           (tail ? `; its stderr ends with: ${tail}` : "") +
           `; check its command, arguments and environment with \`codemode doctor\``,
-        this.#secrets,
+        this.#secrets(),
       );
       this.#state = "failed";
       this.#error = message;
@@ -326,14 +362,16 @@ export class UpstreamConnection {
     try {
       return await connect("http");
     } catch (httpError) {
-      if (this.#state !== "starting") throw httpError;
+      // A server that wants a login wants it over SSE too.
+      if (this.#state !== "starting" || needsLogin(httpError)) throw httpError;
       log.debug("streamable HTTP refused, trying SSE", {
         server: this.spec.name,
-        error: describe(httpError),
+        error: this.#describe(httpError),
       });
       try {
         return await connect("sse");
       } catch (sseError) {
+        if (needsLogin(sseError)) throw sseError;
         throw new Error(
           `Streamable HTTP failed (${describe(httpError)}) and SSE failed (${describe(sseError)})`,
         );
@@ -360,15 +398,17 @@ export class UpstreamConnection {
       if (!spec.url) throw new Error(`no URL configured`);
       const url = new URL(spec.url);
       const requestInit = { headers: spec.headers ?? {} };
+      // The transport asks for a token before each request and calls back on a 401; see core/auth.
+      const auth = this.#auth ? { authProvider: this.#auth, fetch: this.#auth.fetch } : {};
       transport = kind === "http"
-        ? new StreamableHTTPClientTransport(url, { requestInit })
-        : new SSEClientTransport(url, { requestInit });
+        ? new StreamableHTTPClientTransport(url, { requestInit, ...auth })
+        : new SSEClientTransport(url, { requestInit, ...auth });
     }
     const client = new Client(CLIENT_INFO, { listMaxPages: 1000 });
     const session: Session = { client, transport, kind };
     transport.onclose = () => this.#ended(session);
     client.onerror = (error) =>
-      log.debug("upstream protocol error", { server: spec.name, error: describe(error) });
+      log.debug("upstream protocol error", { server: spec.name, error: this.#describe(error) });
     client.setNotificationHandler("notifications/tools/list_changed", () => {
       session.tools = undefined;
       session.plainTools = undefined;
@@ -392,7 +432,13 @@ export class UpstreamConnection {
    * a session that can never work again; end it so the next call reconnects.
    */
   #dropIfLost(session: Session, error: unknown): void {
-    if (session.kind === "stdio" || session.ended || error instanceof ProtocolError) return;
+    // A login problem is not a lost connection: the session works again once the user logs in.
+    if (
+      session.kind === "stdio" || session.ended || error instanceof ProtocolError || needsLogin(error) ||
+      error instanceof InsufficientScopeError
+    ) {
+      return;
+    }
     const code = error instanceof SdkError ? error.code : undefined;
     if (code === SdkErrorCode.RequestTimeout || code === SdkErrorCode.InvalidResult) return;
     session.ended = `lost the connection (${clip(this.#describe(error).replace(/\s+/g, " "), 200)})`;
@@ -410,13 +456,13 @@ export class UpstreamConnection {
       ended: session.ended,
       remote: session.kind !== "stdio",
       stderrTail: this.#stderr.tail(),
-      secrets: this.#secrets,
+      secrets: this.#secrets(),
     });
   }
 
   /** An error's message without this server's secrets (redacted before any clipping). */
   #describe(error: unknown): string {
-    return redact(describe(error), this.#secrets);
+    return redact(describe(error), this.#secrets());
   }
 }
 

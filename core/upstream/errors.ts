@@ -3,7 +3,8 @@
  * to do next, because the message reaches the agent's Python code as the text of an exception.
  * @module
  */
-import { ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
+import { InsufficientScopeError, ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
+import { loginCommand, NeedsLoginError } from "../auth/needs_login.ts";
 import { redact } from "./redact.ts";
 
 /** JSON-RPC error code the stdio transport uses for a reply it had to drop for being too large. */
@@ -66,6 +67,17 @@ export class UpstreamCallError extends UpstreamError {}
 /** The pool was closed; no more calls are accepted. */
 export class UpstreamClosedError extends UpstreamError {}
 
+/** The remote server needs `codemode auth login <server>` before it can be used. */
+export class UpstreamAuthError extends UpstreamError {}
+
+/** The NeedsLoginError behind `error` (itself or a cause), if there is one. */
+export function needsLogin(error: unknown): NeedsLoginError | undefined {
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof NeedsLoginError) return e;
+  }
+  return undefined;
+}
+
 /** What is known about a failed call when its error is explained. */
 export interface FailureContext {
   server: string;
@@ -88,6 +100,22 @@ export function explainCallFailure(error: unknown, context: FailureContext): Ups
   if (error instanceof UpstreamError) return error;
   const secrets = context.secrets ?? [];
   const options = { cause: error };
+  const login = needsLogin(error);
+  if (login) return new UpstreamAuthError(redact(login.message, secrets), server, tool, options);
+  if (error instanceof InsufficientScopeError) {
+    // The scope comes from the server's challenge: shown only when it is a well-formed scope list.
+    const scope = /^[\x21\x23-\x5B\x5D-\x7E ]{1,200}$/.test(error.requiredScope ?? "")
+      ? error.requiredScope
+      : undefined;
+    return new UpstreamAuthError(
+      `MCP server "${server}" refused the call to "${tool}": the login lacks ` +
+        (scope ? `the scope "${scope}"` : "a scope the tool needs") +
+        `; add it to the server's oauth.scopes and run \`${loginCommand(server)}\``,
+      server,
+      tool,
+      options,
+    );
+  }
   const closed = error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed;
   if (context.ended || closed) {
     return new UpstreamExitedError(

@@ -5,6 +5,7 @@
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../contracts/discovery.ts";
+import type { ServerAuth } from "../auth/server_auth.ts";
 import { type CallOptions, type ServerStatus, UpstreamConnection } from "./connection.ts";
 import { UnknownServerError, UpstreamClosedError } from "./errors.ts";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./stdio_transport.ts";
@@ -20,6 +21,8 @@ export interface UpstreamPoolOptions {
   startTimeoutMs?: number;
   /** Largest single message accepted from a stdio server, in bytes. */
   maxMessageBytes?: number;
+  /** The OAuth state of a remote server codemode logs in to (see `OAuthClients.forServer`). */
+  auth?: (spec: ServerSpec) => ServerAuth | undefined;
 }
 
 /** The limits used when the caller gives none. */
@@ -27,7 +30,7 @@ export const defaults = {
   callTimeoutMs: 60_000,
   startTimeoutMs: 30_000,
   maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
-} satisfies Required<UpstreamPoolOptions>;
+} satisfies Required<Omit<UpstreamPoolOptions, "auth">>;
 
 /** Client connections to every configured upstream MCP server, started on first use and kept warm. */
 export class UpstreamPool {
@@ -35,14 +38,15 @@ export class UpstreamPool {
   #closed = false;
 
   constructor(specs: ServerSpec[], options: UpstreamPoolOptions = {}) {
-    const limits = { ...defaults, ...withoutUndefined(options) };
+    const { auth, ...rest } = options;
+    const limits = { ...defaults, ...withoutUndefined(rest) };
     for (const spec of specs) {
       if (this.#connections.has(spec.name)) {
         throw new TypeError(
           `Duplicate MCP server name "${spec.name}": discovery must resolve it to one spec`,
         );
       }
-      this.#connections.set(spec.name, new UpstreamConnection(spec, limits));
+      this.#connections.set(spec.name, new UpstreamConnection(spec, limits, auth?.(spec)));
     }
   }
 

@@ -8,10 +8,15 @@
  * the value of a secret-named option (`--api-key=x`, `--token x`, `password=x`) and every opaque string.
  * A name is secret-named when it contains key, token, secret, password, passwd, pwd, auth, credential,
  * cookie, session or signature; opaque means 20 or more characters of letters, digits and `-_.+/=~`, with
- * both letters and digits, not a path. Values shorter than 6 characters are left alone, so that redacting
- * cannot mangle common words. Each secret is also redacted in URL-encoded and JSON-escaped form.
+ * both letters and digits, not a path; (5) the OAuth client secret of the config. Values shorter than 6
+ * characters are left alone, so that redacting cannot mangle common words. Each secret is also redacted in
+ * URL-encoded and JSON-escaped form.
+ *
+ * OAuth tokens are not in the config: the connection adds the ones codemode holds (`secretForms`). As a
+ * last line, any `Bearer` or `DPoP` credential a message quotes is redacted whether it is known or not.
  * @module
  */
+import type { CallToolResult } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../contracts/discovery.ts";
 
 /** What a redacted secret is replaced with. */
@@ -21,6 +26,8 @@ export const MIN_SECRET_LENGTH = 6;
 
 const SECRET_NAME = /key|token|secret|passw|pwd|auth|credential|cookie|session|signature/i;
 const OPAQUE = /^[A-Za-z0-9\-_.+/=~]{20,}$/;
+/** An HTTP credential as messages quote it: the scheme, then a token-shaped value with a digit in it. */
+const QUOTED_CREDENTIAL = /\b(Bearer|DPoP)\s+(?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{16,}=*/gi;
 
 /** The secret-bearing values of one server's configuration, longest first, each at most once. */
 export function secretsOf(spec: Partial<ServerSpec>): string[] {
@@ -29,22 +36,45 @@ export function secretsOf(spec: Partial<ServerSpec>): string[] {
   for (const value of Object.values(spec.headers ?? {})) found.push(...headerSecrets(value));
   if (spec.url) found.push(...urlSecrets(spec.url));
   found.push(...argSecrets(spec.args ?? []));
+  if (spec.oauth?.clientSecret) found.push(spec.oauth.clientSecret);
+  return secretForms(found);
+}
+
+/** Secret values in every form they are redacted in, longest first, each at most once. */
+export function secretForms(values: readonly unknown[]): string[] {
   const secrets = new Set<string>();
-  for (const value of found) {
+  for (const value of values) {
     if (typeof value !== "string" || value.length < MIN_SECRET_LENGTH) continue;
     for (const form of forms(value)) secrets.add(form);
   }
   return [...secrets].sort((a, b) => b.length - a.length);
 }
 
-/** `text` with every occurrence of every secret replaced by `[redacted]`. */
+/** `text` with every occurrence of every secret, and any quoted bearer credential, replaced by `[redacted]`. */
 export function redact(text: string, secrets: readonly string[]): string {
   let result = text;
   // Longest first, so a secret containing another is replaced whole.
   for (const secret of secrets) {
     if (secret.length >= MIN_SECRET_LENGTH) result = result.replaceAll(secret, REDACTED);
   }
-  return result;
+  return result.replace(QUOTED_CREDENTIAL, `$1 ${REDACTED}`);
+}
+
+/**
+ * A tool's error result with its text redacted: servers' error texts quote the request they refused,
+ * credentials included. Other results are returned untouched (they are the tool's data).
+ */
+export function redactToolError(result: CallToolResult, secrets: readonly string[]): CallToolResult {
+  if (!result.isError || !Array.isArray(result.content)) return result;
+  let changed = false;
+  const content = result.content.map((item) => {
+    if (item.type !== "text" || typeof item.text !== "string") return item;
+    const text = redact(item.text, secrets);
+    if (text === item.text) return item;
+    changed = true;
+    return { ...item, text };
+  });
+  return changed ? { ...result, content } : result;
 }
 
 /** Whether an option or variable name suggests its value is a credential. */

@@ -163,6 +163,18 @@ export function describeIssues(error: z.ZodError): string {
 // Numbers and booleans in args/env are common hand-edits; clients stringify them, so we do too.
 const text = z.union([z.string(), z.number(), z.boolean()]).transform(String);
 
+/**
+ * A remote server's `oauth` block: Claude Code writes `clientId`, `callbackPort` and `scopes` (one
+ * space-separated string), VS Code `clientId`; codemode also reads `clientSecret`. Unknown keys (such as
+ * Claude Code's `authServerMetadataUrl`) are ignored.
+ */
+export const OAuthEntry = z.object({
+  clientId: z.string().min(1).optional(),
+  clientSecret: z.string().min(1).optional(),
+  scopes: z.union([z.string(), z.array(z.string()).transform((list) => list.join(" "))]).optional(),
+  callbackPort: z.number().int().min(1).max(65535).optional(),
+});
+
 /** The union of the JSON server-entry shapes the supported clients write. */
 export const JsonEntry = z.object({
   type: z.string().optional(),
@@ -174,6 +186,7 @@ export const JsonEntry = z.object({
   serverUrl: z.string().min(1).optional(),
   httpUrl: z.string().min(1).optional(),
   headers: z.record(z.string(), text).optional(),
+  oauth: OAuthEntry.optional(),
   description: z.string().optional(),
   timeout: z.number().positive().optional(),
   disabled: z.boolean().optional(),
@@ -225,6 +238,11 @@ export function rewriteSpec(spec: ServerSpec, rewrite: (text: string) => string)
     cwd: spec.cwd === undefined ? undefined : rewrite(spec.cwd),
     url: spec.url === undefined ? undefined : rewrite(spec.url),
     headers: map(spec.headers),
+    oauth: spec.oauth && compact({
+      ...spec.oauth,
+      clientId: spec.oauth.clientId === undefined ? undefined : rewrite(spec.oauth.clientId),
+      clientSecret: spec.oauth.clientSecret === undefined ? undefined : rewrite(spec.oauth.clientSecret),
+    }),
   });
 }
 
@@ -286,7 +304,14 @@ export function jsonEntry(
         diagnostic: entryProblem(where, name, `${keys}: an ${transport.toUpperCase()} server needs a URL`),
       };
     }
-    spec = { name, transport, url, headers: entry.headers, source };
+    spec = {
+      name,
+      transport,
+      url,
+      headers: entry.headers,
+      oauth: entry.oauth && compact(entry.oauth),
+      source,
+    };
   }
   spec.description = entry.description;
   spec.timeoutMs = entry.timeout;

@@ -446,3 +446,50 @@ Deno.test({
     assert.match(ran.stderr, /Install Deno 2/);
   },
 });
+
+Deno.test({
+  name: "the binary logs in to an OAuth-protected server, proxies its tools to sandbox code, and logs out",
+  ignore,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const { startOAuthServer } = await import("../testdata/servers/oauth_server.ts");
+    const { approve } = await import("../integration/_oauth.ts");
+    const { spawn } = await import("node:child_process");
+    const oauth = await startOAuthServer();
+    try {
+      const sandbox = environment({ secure: { type: "http", url: oauth.mcpUrl } });
+      const child = spawn(BINARY, ["auth", "login", "secure", "--no-browser"], {
+        cwd: sandbox.cwd,
+        env: sandbox.env,
+      });
+      let stdout = "", stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      const url = await new Promise<string>((resolve) =>
+        child.stderr.on("data", (d) => {
+          stderr += d;
+          const found = /^\s+(http:\/\/\S+)$/m.exec(stderr)?.[1];
+          if (found) resolve(found);
+        })
+      );
+      assert.equal((await approve(url)).status, 200);
+      const code = await new Promise((resolve) => child.on("close", resolve));
+      assert.equal(code, 0, stderr);
+      assert.match(stdout, /Logged in to "secure"/);
+      const status = await runBinary(["auth", "status", "--json"], sandbox);
+      assert.equal(JSON.parse(status.stdout)[0].loggedIn, true);
+      if (sandboxReady) {
+        const ran = await runBinary(["run", "-"], sandbox, {
+          input: 'print(await mcp_secure.echo(message="ok"))\n',
+        });
+        assert.equal(ran.code, 0, ran.stderr);
+        assert.equal(ran.stdout, "ok\n");
+      }
+      const out = await runBinary(["auth", "logout", "secure"], sandbox);
+      assert.match(out.stdout, /2 tokens revoked/);
+      for (const token of oauth.issued()) assert.ok(!(stdout + stderr + status.stdout).includes(token));
+    } finally {
+      await oauth.close();
+    }
+  },
+});

@@ -14,6 +14,10 @@ import { join } from "node:path";
 import type { Answer, Served } from "./_serve.ts";
 import { describe, judge, profileRefuses } from "./_containment.ts";
 import { HOST_SECRET, SERVER_SECRET } from "./_serve.ts";
+import { type OAuthTestServer, startOAuthServer } from "../testdata/servers/oauth_server.ts";
+import { login } from "../../core/auth/login.ts";
+import { TokenStore } from "../../core/auth/token_store.ts";
+import { approve } from "./_oauth.ts";
 
 /** What one attempt may use. */
 export interface Ctx {
@@ -75,6 +79,10 @@ export interface Fixtures {
   notesFile: string;
   /** Server entries for fakeHome(). */
   servers: Record<string, unknown>;
+  /** The OAuth-protected server behind the "oauth" entry. */
+  oauth: OAuthTestServer;
+  /** Logs the "oauth" server in under `stateDir` (before serve starts); its tokens join `secrets`. */
+  login(stateDir: string): Promise<void>;
   /** What reached the host listeners so far. */
   seen: { tcp: number; udp: number; unix: number };
   close(): Promise<void>;
@@ -140,6 +148,10 @@ export async function fixtures(paths: Paths): Promise<Fixtures> {
   const echoingPort = (echoing.address() as { port: number }).port;
   const closedPort = await freePort();
 
+  // A remote server that needs OAuth: codemode holds its tokens, sandbox code must never see them.
+  const oauth = await startOAuthServer();
+  closers.push(() => oauth.close());
+
   const vaultSecret = `vault-secret-${crypto.randomUUID()}`;
   const faulty = (...flags: string[]) => ["run", "-A", "--quiet", paths.faultyServer, ...flags];
   const servers = {
@@ -171,7 +183,9 @@ export async function fixtures(paths: Paths): Promise<Fixtures> {
       args: ["run", "-A", "--quiet", paths.notesServer],
       env: { NOTES_FILE: join(markerDir, "notes.txt") },
     },
+    oauth: { type: "http", url: oauth.mcpUrl, description: "Needs OAuth; codemode holds its tokens" },
   };
+  const secrets = [vaultSecret, SERVER_SECRET, HOST_SECRET];
 
   return {
     tcp4Port,
@@ -187,9 +201,20 @@ export async function fixtures(paths: Paths): Promise<Fixtures> {
     hostName: hostname(),
     repoRoot: paths.repoRoot,
     vaultSecret,
-    secrets: [vaultSecret, SERVER_SECRET, HOST_SECRET],
+    secrets,
     notesFile: join(markerDir, "notes.txt"),
     servers,
+    oauth,
+    async login(stateDir) {
+      const spec = {
+        name: "oauth",
+        transport: "http" as const,
+        url: oauth.mcpUrl,
+        source: { plugin: "test", file: "", key: "oauth" },
+      };
+      await login(spec, { store: new TokenStore(stateDir), authorize: (url) => approve(url.href) });
+      secrets.push(...oauth.issued());
+    },
     seen,
     async close() {
       await Promise.all(closers.map((close) => close()));
@@ -265,7 +290,14 @@ const FILTER_ANSWERS = new Set(["EPERM", "ENOSYS", "EAFNOSUPPORT", "EPROTONOSUPP
 export function prelude(fix: Fixtures): string {
   // Hex, so that no secret appears literally in the source (tracebacks quote source lines).
   const data = new TextEncoder().encode(
-    JSON.stringify({ ...fix, servers: undefined, seen: undefined, close: undefined }),
+    JSON.stringify({
+      ...fix,
+      servers: undefined,
+      seen: undefined,
+      close: undefined,
+      oauth: undefined,
+      login: undefined,
+    }),
   );
   const hex = Array.from(data, (b) => b.toString(16).padStart(2, "0")).join("");
   return `${PRELUDE}\nFIX = json.loads(bytes.fromhex("${hex}"))\nSECRETS = FIX["secrets"]\n`;

@@ -19,6 +19,7 @@ import { artifacts, mounts, mountSetting } from "./_attempts_files.ts";
 import { plantSkills, skills } from "./_attempts_skills.ts";
 import { approvals } from "./_attempts_approvals.ts";
 import { askingClient, reply } from "./_approvals.ts";
+import { oauthTokens } from "./_attempts_oauth.ts";
 import {
   type Answer,
   assertNoSandboxOf,
@@ -39,6 +40,7 @@ const ATTEMPTS: Attempt[] = [
   ...resources,
   ...protocol,
   ...secrets,
+  ...oauthTokens,
   ...hostEnv,
   ...displays,
   ...artifacts,
@@ -74,6 +76,7 @@ for (const [engine, runtime] of engines) {
     if (!served) {
       const home = fakeHome(fix.servers);
       plantSkills(home, fix);
+      await fix.login(join(home, "state")); // serve's state dir: it finds the tokens there
       served = await serve(
         {
           CODEMODE_RUNTIME: engine,
@@ -148,9 +151,10 @@ for (const [engine, runtime] of engines) {
       // While serving, exactly the live sandbox carried the serve's pid label: the label check above can
       // fail, and no earlier container outlived its session.
       assert.deepEqual(live.length, 1, `expected just the live sandbox: ${live.join(", ")}`);
+      const everySecret = [...ctx.fix.secrets, ...ctx.fix.oauth.issued()];
       for (const answer of answers) {
         const text = answer.text + JSON.stringify(answer.structured);
-        for (const secret of ctx.fix.secrets) {
+        for (const secret of everySecret) {
           assert.ok(!text.includes(secret), `a secret is in: ${text.slice(0, 300)}`);
         }
       }

@@ -1,0 +1,113 @@
+/**
+ * Where OAuth credentials live: one JSON file per server and server URL under `<stateDir>/oauth/` (a
+ * 0700 folder), each 0600 and written whole to a temporary file that is renamed into place, so a reader
+ * (another codemode process) never sees half of one. The file holds the tokens, the dynamically
+ * registered client, and the discovery results that let a refresh skip rediscovery.
+ * @module
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { chmod, mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import type {
+  OAuthDiscoveryState,
+  StoredOAuthClientInformation,
+  StoredOAuthTokens,
+} from "@modelcontextprotocol/client";
+import { log } from "../observe/log.ts";
+
+/** What is stored for one server. */
+export interface StoredAuth {
+  version: 1;
+  /** The server's configured name. */
+  server: string;
+  /** The URL the credentials were obtained for. */
+  serverUrl: string;
+  /** The client codemode registered dynamically (absent for a configured `clientId`). */
+  client?: StoredOAuthClientInformation;
+  tokens?: StoredOAuthTokens;
+  /** When the access token was obtained and when it expires, in ms since the epoch. */
+  obtainedAt?: number;
+  expiresAt?: number;
+  /** Protected resource and authorization server metadata, as the SDK's `auth()` discovered them. */
+  discovery?: OAuthDiscoveryState;
+  /** The resource indicator (RFC 8707) the tokens were issued for. */
+  resource?: string;
+}
+
+/** The OAuth credential files of one state directory. */
+export class TokenStore {
+  /** The folder the files live in. */
+  readonly dir: string;
+
+  constructor(stateDir: string) {
+    this.dir = join(stateDir, "oauth");
+  }
+
+  /** The file of one server at one URL: a renamed server or a moved URL starts over. */
+  pathFor(server: string, serverUrl: string): string {
+    const safe = server.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 64) || "server";
+    const digest = createHash("sha256").update(`${server}\n${serverUrl}`).digest("hex").slice(0, 16);
+    return join(this.dir, `${safe}-${digest}.json`);
+  }
+
+  /** The stored record, or undefined when there is none or it cannot be read (a warning is logged). */
+  async read(server: string, serverUrl: string): Promise<StoredAuth | undefined> {
+    const file = this.pathFor(server, serverUrl);
+    let text: string;
+    try {
+      text = await readFile(file, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+        log.warn("cannot read stored OAuth credentials", { server, file, error: (error as Error).message });
+      }
+      return undefined;
+    }
+    try {
+      const record = JSON.parse(text) as StoredAuth;
+      if (record?.version === 1 && record.server === server && record.serverUrl === serverUrl) return record;
+    } catch {
+      // Reported below; the content itself is never quoted, since it holds tokens.
+    }
+    log.warn("ignoring a damaged OAuth credentials file; log in again", { server, file });
+    return undefined;
+  }
+
+  /** Writes the record atomically with mode 0600. */
+  async write(record: StoredAuth): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await chmod(this.dir, 0o700).catch(() => {});
+    const file = this.pathFor(record.server, record.serverUrl);
+    const temporary = `${file}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+    const handle = await open(temporary, "wx", 0o600);
+    try {
+      await handle.writeFile(JSON.stringify(record, null, 2) + "\n");
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    try {
+      await rename(temporary, file);
+    } catch (error) {
+      await rm(temporary, { force: true });
+      throw error;
+    }
+  }
+
+  /** Deletes the record; true when there was one. */
+  async remove(server: string, serverUrl: string): Promise<boolean> {
+    const file = this.pathFor(server, serverUrl);
+    const existed = await stat(file).then(() => true, () => false);
+    await rm(file, { force: true });
+    return existed;
+  }
+
+  /** A fingerprint of the file that changes whenever it is rewritten ("" when there is none). */
+  async stamp(server: string, serverUrl: string): Promise<string> {
+    try {
+      const info = await stat(this.pathFor(server, serverUrl));
+      return `${info.mtimeMs}:${info.size}:${info.ino}`;
+    } catch {
+      return "";
+    }
+  }
+}

@@ -3,8 +3,9 @@
  * the SHA-256 digest and size it was built with. Unpacking writes a temporary file and renames it into
  * place, so a second codemode unpacking at the same moment, or one killed halfway, never leaves half a
  * file under the real name. Before every launch the caller asks {@link ensureUnpacked} again: a file this
- * process already hashed is only re-hashed when its identity changed (inode, size, mtime or ctime, which
- * every write, rename and chmod moves); a file whose digest is wrong is replaced, never used.
+ * process already hashed is only hashed again when its identity changed (inode, size, mtime or ctime:
+ * every write, rename and chmod moves the ctime, which no unprivileged process can set back); a file whose
+ * digest is wrong is replaced, never used.
  * @module
  */
 import { createHash } from "node:crypto";
@@ -31,6 +32,11 @@ export interface PackedFile {
 /** What {@link ensureUnpacked} did. */
 export type UnpackOutcome = "verified" | "unpacked" | "replaced";
 
+/**
+ * How far a file's last change must lie behind a hash for its identity to be trusted afterwards: more
+ * than the coarsest timestamps seen (Deno's node:fs reports ctime in whole seconds; kernels tick in ms).
+ */
+const RACY_MS = 2_000;
 /** Identity of each file this process verified, by path. */
 const verified = new Map<string, string>();
 /** Unpacks in flight in this process, by path: concurrent callers share one. */
@@ -51,23 +57,23 @@ export function ensureUnpacked(file: PackedFile, target: string, mode: number): 
 
 async function ensure(file: PackedFile, target: string, mode: number): Promise<UnpackOutcome> {
   const before = await lstat(target, { bigint: true }).catch(() => undefined);
-  if (before?.isFile()) {
+  if (before?.isFile() && (Number(before.mode) & 0o777) === mode) {
     const id = identity(before);
-    if (verified.get(target) === id && (Number(before.mode) & 0o777) === mode) return "verified";
-    if (Number(before.size) === file.size && (Number(before.mode) & 0o777) === mode) {
+    if (verified.get(target) === id) return "verified";
+    if (Number(before.size) === file.size) {
+      const hashing = Date.now();
       const digest = await sha256File(target).catch(() => undefined);
       const after = await lstat(target, { bigint: true }).catch(() => undefined);
-      // Hashed and unchanged while hashing: remember it, so the next launch only needs a stat.
       if (digest === file.sha256 && after && identity(after) === id) {
-        verified.set(target, id);
+        // Timestamps come from a coarse clock: a write within a tick of the last change leaves the
+        // identity as it was (git's "racy" files). Only an identity older than that is trusted later.
+        if (Number(after.ctimeNs / 1_000_000n) < hashing - RACY_MS) verified.set(target, id);
         return "verified";
       }
     }
   }
   verified.delete(target);
   await unpack(file, target, mode);
-  const now = await lstat(target, { bigint: true });
-  verified.set(target, identity(now));
   return before ? "replaced" : "unpacked";
 }
 

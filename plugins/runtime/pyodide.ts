@@ -30,7 +30,6 @@ import {
   cacheDir,
   copyAtomically,
   findPyodideAssets,
-  installPyodideAssets,
   isDistribution,
   prebuiltDir,
   type ProgressCallback,

@@ -78,7 +78,7 @@ export function renderReport(report: DoctorReport, c: Colors): string {
         seccompCell(r),
       ]),
       c,
-    ),
+    ) + (report.runtimeReason ? `\n${c.dim(`Why ${report.runtime}: ${report.runtimeReason}`)}` : ""),
   );
 
   const s = report.stateDir;

@@ -144,8 +144,7 @@ Deno.test("processes unpacking the same file at once all end with the intact fil
       args: ["eval", "--no-check", script, JSON.stringify(file), path],
       stdout: "piped",
       stderr: "piped",
-    }).output()
-  ));
+    }).output()));
   for (const run of runs) {
     assert.equal(run.code, 0, new TextDecoder().decode(run.stderr));
     const lines = new TextDecoder().decode(run.stdout).trim().split("\n");

@@ -10,6 +10,7 @@ import { checkSettings, type DoctorReport, runDoctor } from "../core/doctor/chec
 import { configCandidates, type ConfigFile, ConfigFileError, readConfigFile } from "../core/config/file.ts";
 import type { RuntimeCheck } from "../core/doctor/runtime.ts";
 import { VERSION } from "../core/version.ts";
+import { recordDetection } from "../core/sandbox/runtime_select.ts";
 import { type Colors, colors, formatMs, mark, printJson, table } from "./_render.ts";
 
 /** Flags of `codemode doctor`. */
@@ -47,7 +48,12 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
       runtimes: plugins.runtimes(),
       discovery: app.discovery,
       listTools: options.quick ? undefined : (name) => app.pool.listTools(name),
-      sandbox: { command: bootstrapCommand(), bootstrap: () => bootstrapFrame(app.bootstrapConfig()) },
+      sandbox: {
+        command: bootstrapCommand(),
+        bootstrap: () => bootstrapFrame(app.bootstrapConfig()),
+        // Doctor detects afresh; what it found replaces the cached verdicts serve starts from.
+        detected: (plugin, detection) => recordDetection(plugin, detection, app.detections),
+      },
       configFile,
       configSearched: configCandidates(env, process.cwd()),
     });

@@ -97,7 +97,7 @@ export interface DoctorInput {
   discovery: DiscoveryFacts;
   /** Starts one server and lists its tools; undefined skips servers (`--quick`). */
   listTools?: (server: string) => Promise<unknown[]>;
-  sandbox: Pick<RuntimeCheckOptions, "command" | "bootstrap">;
+  sandbox: Pick<RuntimeCheckOptions, "command" | "bootstrap" | "detected">;
   serverTimeoutMs?: number;
   /** codemode's config file: the one read, the error reading it, or undefined when there is none. */
   configFile?: ConfigFile | ConfigFileError;

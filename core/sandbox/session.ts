@@ -77,6 +77,8 @@ export class SandboxSession {
   #runs = 0;
   #launched = false;
   #exitCounted = false;
+  /** Set by kill(): a start still waiting for the runtime ends the sandbox it gets. */
+  #stopped = false;
   /** Frames from the sandbox that were dropped as malformed or oversized. */
   malformedFrames = 0;
   /** Python version the sandbox reported. */
@@ -102,6 +104,11 @@ export class SandboxSession {
     const o = this.#options;
     const started = performance.now();
     this.#process = await o.runtime.start(o.sandbox);
+    if (this.#stopped) {
+      // Killed while the runtime was still launching it: it must not run on unowned.
+      await this.#process.kill();
+      throw new Error(`Sandbox "${this.name}" was stopped before it started`);
+    }
     this.#alive = true;
     const { channel, stdin, stdout, stderr } = this.#process;
     this.#writer = stdin.getWriter();
@@ -161,6 +168,7 @@ export class SandboxSession {
 
   /** Removes the sandbox at once. */
   async kill(reason = "killed"): Promise<void> {
+    this.#stopped = true;
     this.#ended(reason);
     this.#alive = false;
     await this.#process?.kill();

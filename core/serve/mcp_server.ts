@@ -13,6 +13,7 @@ import { log, type LogScope, withLogScope } from "../observe/log.ts";
 import type { RunOptions } from "../sandbox/session.ts";
 import { isLoggingLevel, logForwarder, progressStream } from "./run_notifications.ts";
 import { stats } from "../observe/stats.ts";
+import { whenInitialized } from "./prewarm.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -33,6 +34,8 @@ export interface McpServerOptions {
   /** Session key for this connection. */
   sessionKey: string;
   version: string;
+  /** Called once the client has initialized (to prewarm its sandbox). */
+  onInitialized?: () => void;
 }
 
 /** URI of the capabilities resource. */
@@ -55,6 +58,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       capabilities: { logging: {} },
     },
   );
+  if (options.onInitialized) whenInitialized(server, options.onInitialized);
   // Our own setLevel handler (replacing the SDK's) so forwarding can skip lines before building them.
   let clientLevel: LoggingLevel = "warning";
   server.server.setRequestHandler("logging/setLevel", (request) => {

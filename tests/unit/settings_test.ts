@@ -64,3 +64,19 @@ Deno.test("loadSettings() names the variable and the accepted values in its erro
 Deno.test("loadSettings() refuses a default timeout above the maximum", () => {
   assert.throws(() => loadSettings({ CODEMODE_TIMEOUT: "300" }), /exceeds CODEMODE_MAX_TIMEOUT/);
 });
+
+Deno.test("CODEMODE_PREWARM takes stdio, on or off (and the usual booleans); stdio by default", () => {
+  assert.equal(loadSettings({ HOME: "/h" }).prewarm, "stdio");
+  for (
+    const [raw, value] of [["on", "on"], ["TRUE", "on"], ["1", "on"], ["off", "off"], ["0", "off"], [
+      "no",
+      "off",
+    ]]
+  ) {
+    assert.equal(loadSettings({ HOME: "/h", CODEMODE_PREWARM: raw }).prewarm, value, raw);
+  }
+  assert.throws(
+    () => loadSettings({ HOME: "/h", CODEMODE_PREWARM: "always" }),
+    /CODEMODE_PREWARM="always".*stdio, on, off/,
+  );
+});

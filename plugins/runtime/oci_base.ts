@@ -212,6 +212,8 @@ export function ociRuntime(
   const cli = options.command;
   const image = options.image ?? DEFAULT_IMAGE;
   let facts: Promise<EngineFacts> | undefined;
+  /** The facts when they came from a cached verdict (adopt()) rather than from `info`. */
+  let adopted: Promise<EngineFacts> | undefined;
 
   // Removals that failed (engine binary missing or broken), retried until they succeed.
   const pending = new PendingRemovals(remove);
@@ -362,6 +364,8 @@ export function ociRuntime(
   }
 
   async function detect(): Promise<RuntimeDetection> {
+    // Detection is asked afresh: facts adopted from a cached verdict don't count.
+    if (adopted) facts = adopted = undefined;
     const [known, hasImage] = await Promise.all([engineFacts(), imageExists(image)]);
     const detection: RuntimeDetection = {
       name: engine,
@@ -458,7 +462,7 @@ export function ociRuntime(
   /** A cached "works" verdict: start() uses its facts instead of asking the engine for them again. */
   function adopt(detection: RuntimeDetection): void {
     if (!detection.available || !detection.version) return;
-    facts = Promise.resolve({
+    facts = adopted = Promise.resolve({
       installed: true,
       version: detection.version,
       rootless: detection.rootless,

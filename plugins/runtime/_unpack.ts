@@ -9,8 +9,8 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
-import { chmod, lstat, mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
+import { createWriteStream } from "node:fs";
+import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -133,10 +133,20 @@ function running(pid: number): boolean {
   }
 }
 
-/** SHA-256 (hex) of a file, streamed. */
+/** SHA-256 (hex) of a file, read in 4 MiB blocks (a stream's 64 KiB chunks cost Bun twice the CPU). */
 export async function sha256File(path: string): Promise<string> {
   const hash = createHash("sha256");
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Uint8Array);
+  const file = await open(path, "r");
+  const block = new Uint8Array(4 << 20);
+  try {
+    for (;;) {
+      const { bytesRead } = await file.read(block, 0, block.length, null);
+      if (bytesRead === 0) break;
+      hash.update(block.subarray(0, bytesRead));
+    }
+  } finally {
+    await file.close();
+  }
   return hash.digest("hex");
 }
 

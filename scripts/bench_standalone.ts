@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, sym
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PYODIDE_FILES } from "../plugins/runtime/_pyodide_files.ts";
-import type { EmbedManifest } from "../plugins/runtime/_embedded.ts";
+import type { EmbedManifest } from "../plugins/runtime/_pyodide_embedded.ts";
 import { coldStart, emptyHome } from "./bench_first_answer.ts";
 import {
   BINARY,

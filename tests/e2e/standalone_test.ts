@@ -36,7 +36,7 @@ import {
   stateDirOf,
 } from "./_binary.ts";
 import { pyodideAttempts } from "../integration/_pyodide_attempts.ts";
-import type { EmbedManifest } from "../../plugins/runtime/_embedded.ts";
+import type { EmbedManifest } from "../../plugins/runtime/_pyodide_embedded.ts";
 
 const MANIFEST_PATH = join(ROOT, "dist", "embed", "manifest.json");
 const ignore = !HAVE_BINARY || !existsSync(MANIFEST_PATH);

@@ -65,6 +65,10 @@ exec '${PODMAN}' "$@"
       CODEMODE_IMAGE: TAG,
       CODEMODE_LOG_LEVEL: "info",
     },
+    /** The engine commands logged since the last `commands()`, without forgetting them. */
+    peek(): string[] {
+      return existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : [];
+    },
     /** The engine commands logged since the last call. */
     commands(): string[] {
       if (!existsSync(log)) return [];
@@ -196,7 +200,7 @@ test("stdio: the sandbox starts when the client initializes, and the first call 
   const s = await serve(w.env, w.home);
   const pid = s.transport.pid!;
   try {
-    await until(() => containersOf(pid).length === 1, 60_000, "a prewarmed container");
+    await until(() => containersOf(pid).length === 1, 180_000, "a prewarmed container");
     const before = containersOf(pid);
     assert.equal(await answer(s, "x = 41\nx + 1"), "42");
     assert.equal(await answer(s, "x"), "41");
@@ -224,7 +228,7 @@ test("HTTP: sessions are prewarmed with CODEMODE_PREWARM=on, within CODEMODE_MAX
   const http = await startHttpServe(w.home, { ...w.env, CODEMODE_PREWARM: "on", CODEMODE_MAX_SESSIONS: "2" });
   try {
     const clients = [await connect(http.url), await connect(http.url)];
-    await until(() => containersOf(http.pid).length === 2, 60_000, "two prewarmed containers");
+    await until(() => containersOf(http.pid).length === 2, 180_000, "two prewarmed containers");
     const third = await connect(http.url);
     await new Promise((r) => setTimeout(r, 2000));
     assert.equal(containersOf(http.pid).length, 2, "the third session is not prewarmed past the cap");
@@ -257,21 +261,21 @@ test("no prewarmed container outlives the serve, even when the client leaves dur
   await (await serve(w.env, w.home)).close();
   w.slowRun(1.5);
   try {
-    for (const leaveAfterMs of [0, 700, 2500]) {
+    // The client leaves at once; once `podman run` was issued (the container not yet made); and once the
+    // container exists (the sandbox still booting or just ready).
+    const moments: [string, (pid: number) => boolean][] = [
+      ["at once", () => true],
+      ["during podman run", () => sessionRuns(w.peek()).length === 1],
+      ["once the container exists", (pid) => containersOf(pid).length === 1],
+    ];
+    for (const [when, reached] of moments) {
       w.commands();
       const s = await serve(w.env, w.home);
       const pid = s.transport.pid!;
-      await new Promise((r) => setTimeout(r, leaveAfterMs));
+      await until(() => reached(pid), 180_000, `the moment to leave: ${when}`);
       await s.close();
       await exited(pid);
-      assert.deepEqual(
-        containersOf(pid),
-        [],
-        `left ${leaveAfterMs} ms after initialize: a container outlived the serve`,
-      );
-      if (leaveAfterMs === 700) {
-        assert.equal(sessionRuns(w.commands()).length, 1, "the client left while podman run was under way");
-      }
+      assert.deepEqual(containersOf(pid), [], `left ${when}: a container outlived the serve`);
     }
   } finally {
     w.slowRun(0);
@@ -281,16 +285,18 @@ test("no prewarmed container outlives the serve, even when the client leaves dur
   const http = await startHttpServe(w.home, { ...w.env, CODEMODE_PREWARM: "on" });
   w.slowRun(1.5);
   try {
+    w.commands();
     const client = new Client({ name: "cold-start-leave", version: "1" });
     const transport = new StreamableHTTPClientTransport(new URL(http.url));
     await client.connect(transport);
-    await new Promise((r) => setTimeout(r, 700));
+    await until(() => sessionRuns(w.peek()).length === 1, 180_000, "the prewarm's podman run");
     await transport.terminateSession();
     await client.close();
     await until(() => containersOf(http.pid).length === 0, 15_000, "the deleted session's container to go");
     const other = new Client({ name: "cold-start-leave-2", version: "1" });
+    w.commands();
     await other.connect(new StreamableHTTPClientTransport(new URL(http.url)));
-    await new Promise((r) => setTimeout(r, 700));
+    await until(() => sessionRuns(w.peek()).length === 1, 180_000, "the second prewarm's podman run");
   } finally {
     w.slowRun(0);
     assert.equal(await http.stop("SIGTERM"), 0);
@@ -304,7 +310,7 @@ test("an unused prewarmed sandbox is stopped at the idle timeout while the serve
   const s = await serve({ ...w.env, CODEMODE_IDLE_TIMEOUT: "2s" }, w.home);
   const pid = s.transport.pid!;
   try {
-    await until(() => containersOf(pid).length === 1, 60_000, "a prewarmed container");
+    await until(() => containersOf(pid).length === 1, 180_000, "a prewarmed container");
     await until(() => containersOf(pid).length === 0, 15_000, "the idle prewarmed container to stop");
     assert.equal(await answer(s), "2", "a later call starts a fresh sandbox");
   } finally {

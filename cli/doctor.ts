@@ -12,6 +12,7 @@ import type { RuntimeCheck } from "../core/doctor/runtime.ts";
 import { describeLibraries } from "../core/doctor/libraries.ts";
 import { VERSION } from "../core/version.ts";
 import { probeAuth } from "../core/auth/probe.ts";
+import { recordDetection } from "../core/sandbox/runtime_select.ts";
 import { type Colors, colors, formatMs, mark, printJson, table } from "./_render.ts";
 
 /** Flags of `codemode doctor`. */
@@ -55,7 +56,12 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
         if (!spec || !auth) return undefined;
         return started ? { auth: auth.state() } : await probeAuth(spec, auth);
       },
-      sandbox: { command: bootstrapCommand(), bootstrap: () => bootstrapFrame(app.bootstrapConfig()) },
+      sandbox: {
+        command: bootstrapCommand(),
+        bootstrap: () => bootstrapFrame(app.bootstrapConfig()),
+        // Doctor detects afresh; what it found replaces the cached verdicts serve starts from.
+        detected: (plugin, detection) => recordDetection(plugin, detection, app.detections),
+      },
       configFile,
       configSearched: configCandidates(env, process.cwd()),
       skills: checkSkills(settings.skills, await app.skillStore()),
@@ -87,7 +93,7 @@ export function renderReport(report: DoctorReport, c: Colors): string {
         seccompCell(r),
       ]),
       c,
-    ),
+    ) + (report.runtimeReason ? `\n${c.dim(`Why ${report.runtime}: ${report.runtimeReason}`)}` : ""),
   );
 
   // The libraries of the image each working sandbox runs: what data work the sandbox can do.

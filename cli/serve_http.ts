@@ -47,7 +47,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
       port,
       token,
       idleTimeout: app.settings.idleTimeout,
-      open: (id) => app.mcpServer(id),
+      open: (id) => app.mcpServer(id, "http"),
       close: (id) => app.closeSession(id),
       artifacts: (id) => app.findArtifactStore(id),
     });

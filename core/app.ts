@@ -17,7 +17,8 @@ import { ToolCatalog } from "./catalog/catalog.ts";
 import { encodeRawResult, unwrapToolResult } from "./sandbox/tool_result.ts";
 import { sandboxApi } from "./sandbox/api.ts";
 import { SessionManager } from "./sandbox/session_manager.ts";
-import { selectRuntime } from "./sandbox/runtime_select.ts";
+import { type RuntimeChoice, selectRuntime } from "./sandbox/runtime_select.ts";
+import { DetectionCache } from "./sandbox/detection_cache.ts";
 import { capabilityText } from "./serve/capabilities.ts";
 import { type Policy, policyOf } from "./config/policy.ts";
 import { log } from "./observe/log.ts";
@@ -68,11 +69,13 @@ export class Codemode {
   #stores = new Map<string, ArtifactStore>();
   /** Questions to the user about calls that need approval: open ones can be listed and answered by id. */
   readonly approvals: ApprovalBroker;
+  /** Each runtime's detection verdict, kept in the state directory between starts. */
+  readonly detections: DetectionCache;
   #options: CodemodeOptions;
+  #choice?: Promise<RuntimeChoice>;
   #skills?: Promise<SkillStore | undefined>;
   /** The store once loaded (the capabilities text is built synchronously). */
   #loadedSkills?: SkillStore;
-  #runtime?: Promise<RuntimePlugin>;
   #stats?: StatsPublisher;
 
   private constructor(options: CodemodeOptions, discovery: Discovery) {
@@ -98,6 +101,7 @@ export class Codemode {
       maxTotal: s.maxSessionArtifacts,
     });
     this.approvals = new ApprovalBroker({ timeoutSeconds: s.confirmTimeout, fallback: s.confirmFallback });
+    this.detections = new DetectionCache(s.stateDir, options.version);
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
       image: s.image,
@@ -124,6 +128,7 @@ export class Codemode {
       maxRuns: s.maxRuns,
       mounts: s.mounts,
       mountCopyBytes: s.maxMountCopy,
+      onStartFailure: (runtime, error) => this.#startFailed(runtime, error),
     });
   }
 
@@ -144,11 +149,32 @@ export class Codemode {
     return app;
   }
 
-  /** The sandbox runtime, selected once (lazily: detection runs commands). */
+  /**
+   * The sandbox runtime, selected once (lazily: detection runs commands), from cached verdicts where
+   * they still hold.
+   */
   runtime(): Promise<RuntimePlugin> {
-    this.#runtime ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes());
-    this.#runtime.catch(() => (this.#runtime = undefined));
-    return this.#runtime;
+    this.#choice ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes(), this.detections);
+    this.#choice.catch(() => (this.#choice = undefined));
+    return this.#choice.then((choice) => choice.runtime);
+  }
+
+  /**
+   * A sandbox of `runtime` did not start: its cached verdict is dropped and the runtime is selected
+   * afresh at the next start. Tells the session manager to try once more when the failed choice rested
+   * on a cached verdict (the fresh one may pick another runtime, or prove the first still works).
+   */
+  async #startFailed(runtime: RuntimePlugin, error: unknown): Promise<boolean> {
+    const choice = await this.#choice?.catch(() => undefined);
+    await this.detections.drop(runtime.name);
+    const current = choice?.runtime === runtime;
+    if (current) this.#choice = undefined;
+    log.info("a sandbox did not start: dropped its runtime's cached verdict", {
+      runtime: runtime.name,
+      cached: Boolean(current && choice.cached),
+      error: String(error),
+    });
+    return Boolean(current && choice.cached);
   }
 
   /** What the sandbox is told at start-up. */
@@ -212,10 +238,13 @@ export class Codemode {
   /**
    * An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`.
    * The server side of the MCP SDK loads here, on first use: `run`, `search` and `doctor` never serve.
+   * Its sandbox is prewarmed when the client initializes, as CODEMODE_PREWARM says for `transport`.
    */
-  async mcpServer(sessionKey: string): Promise<McpServer> {
+  async mcpServer(sessionKey: string, transport: "stdio" | "http" = "stdio"): Promise<McpServer> {
     const { createMcpServer } = await import("./serve/mcp_server.ts");
     const skills = await this.skillStore();
+    const prewarm = this.settings.prewarm === "on" ||
+      (this.settings.prewarm === "stdio" && transport === "stdio");
     if (!this.#stats) {
       this.#stats = new StatsPublisher(this.settings.stateDir);
       this.#stats.start();
@@ -241,6 +270,7 @@ export class Codemode {
       artifacts: this.artifactStore(sessionKey),
       skills: skills?.catalog,
       approvals: this.approvals,
+      ...(prewarm ? { onInitialized: () => this.sessions.prewarm(sessionKey) } : {}),
     });
   }
 

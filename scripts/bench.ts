@@ -3,6 +3,8 @@
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
  *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|artifacts|skills|approvals|oauth] [--json]
+ *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|standalone|
+ *     firstanswer] [--json]
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -22,6 +24,8 @@ import { benchArtifacts } from "./bench_artifacts.ts";
 import { benchSkills } from "./bench_skills.ts";
 import { benchApprovals } from "./bench_approvals.ts";
 import { benchOAuth } from "./bench_oauth.ts";
+import { benchStandalone } from "./bench_standalone.ts";
+import { benchFirstAnswer } from "./bench_first_answer.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -38,6 +42,8 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   skills: benchSkills,
   approvals: benchApprovals,
   oauth: benchOAuth,
+  standalone: benchStandalone,
+  firstanswer: benchFirstAnswer,
 };
 
 /** Sections that run only when asked for with --only: building two images from scratch takes many minutes. */

@@ -278,6 +278,11 @@ export async function works(command: string, args: string[]): Promise<boolean> {
 /** Process ids of every serve this benchmark started: only their containers are its to clean up. */
 const ownPids = new Set<number>();
 
+/** Counts a serve started outside {@link startServe} as this benchmark's (for {@link removeLeftovers}). */
+export function trackServe(pid: number): void {
+  ownPids.add(pid);
+}
+
 /** Managed containers (running or not) whose owner is a serve this benchmark started. */
 export async function ownContainers(): Promise<string[]> {
   const r = await exec("podman", [

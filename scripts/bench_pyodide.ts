@@ -28,7 +28,8 @@ interface RuntimeFigures {
 
 /** First call of a fresh serve (after runtime selection and indexing) and warm print(1) timings. */
 async function figures(home: string, runtime: string): Promise<RuntimeFigures> {
-  const served = await startServe({ home, env: { CODEMODE_RUNTIME: runtime } });
+  // No prewarm: the first call's figure is meant to include the sandbox start.
+  const served = await startServe({ home, env: { CODEMODE_RUNTIME: runtime, CODEMODE_PREWARM: "off" } });
   try {
     await served.runtimeSelected(180_000);
     await catalogIndexed(home, 3);

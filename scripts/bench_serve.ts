@@ -37,7 +37,7 @@ export const counts = { warm: 200, warmup: 5, exec: 20, freshServes: 5, bareRuns
 const LIMITS = { memory: "512m", pids: 128 };
 
 /** Milliseconds of one hardened `podman run --rm IMAGE python3 -c pass`, with the plugin's own flags. */
-async function bareRun(i: number): Promise<number> {
+export async function bareRun(i: number): Promise<number> {
   const args = buildRunArgs(
     {
       name: `codemode-bench-bare-${process.pid}-${i}`,
@@ -93,7 +93,8 @@ export async function benchServe(): Promise<SectionResult> {
     result.skipped = `podman or the image "${IMAGE}" is missing (build it: codemode image build)`;
     return result;
   }
-  const env = { CODEMODE_RUNTIME: "podman" };
+  // No prewarm: the first call's figure is meant to include the container start.
+  const env = { CODEMODE_RUNTIME: "podman", CODEMODE_PREWARM: "off" };
   const rows: Row[] = result.rows;
   const home = fakeHome();
   // Every serve opened here, so a failure part-way still closes them before their containers are checked.

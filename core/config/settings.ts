@@ -304,6 +304,16 @@ const SPEC = {
     doc:
       "When the client cannot be asked (no elicitation capability): deny the call, or allow it with a note",
   },
+  prewarm: {
+    env: "CODEMODE_PREWARM",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().transform((s) =>
+      ["1", "true", "yes"].includes(s) ? "on" : ["0", "false", "no"].includes(s) ? "off" : s
+    ).pipe(z.enum(["stdio", "on", "off"])),
+    fallback: "stdio",
+    doc: "Start a client's sandbox as it connects, before its first run: stdio (stdio clients), on (HTTP " +
+      "sessions too, within CODEMODE_MAX_SESSIONS) or off; an unused one idles until CODEMODE_IDLE_TIMEOUT",
+  },
 } as const;
 
 type Spec = typeof SPEC;

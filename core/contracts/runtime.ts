@@ -17,6 +17,11 @@ export interface RuntimeDetection {
   version?: string;
   rootless?: boolean;
   problems: Problem[];
+  /**
+   * Facts `start()` relies on that detection learned (e.g. whether cgroup limits apply). They are kept
+   * with a cached verdict and handed back through `adopt()`, so they must be plain JSON values.
+   */
+  facts?: Record<string, string | number | boolean>;
 }
 
 /** Resource and isolation limits every sandbox gets. */
@@ -94,6 +99,15 @@ export interface RuntimePlugin {
   mountProblem?(mount: SandboxMount): string | undefined;
   /** Whether the runtime works here; never throws. */
   detect(): Promise<RuntimeDetection>;
+  /**
+   * What the verdict of `detect()` rests on, besides codemode's version, as one string: for a container
+   * engine its binary's path, size and mtime and the image id. A cached verdict is used while this stays
+   * the same. Undefined when it can't be told cheaply now (then detection runs); a plugin without it is
+   * always detected afresh.
+   */
+  fingerprint?(): Promise<string | undefined>;
+  /** Takes a cached verdict instead of detecting, so `start()` uses its facts without asking again. */
+  adopt?(detection: RuntimeDetection): void;
   /** Starts one sandbox. Rejects with a clear error when the runtime cannot start it. */
   start(options: SandboxStartOptions): Promise<SandboxProcess>;
   /** Sandboxes carrying our labels (for reaping leftovers). Runtimes without containers return []. */

@@ -81,6 +81,8 @@ export interface DoctorReport {
   ok: boolean;
   /** The runtime codemode would use, when one works. */
   runtime?: string;
+  /** Why that one: the setting that names it, or what `auto` skipped on the way to it. */
+  runtimeReason?: string;
   runtimes: RuntimeCheck[];
   stateDir: StateDirCheck;
   /** codemode's own config file (settings and policy). */
@@ -118,7 +120,7 @@ export interface DoctorInput {
    * one request. Undefined for a server codemode does no OAuth for.
    */
   authOf?: (server: string, started: boolean) => Promise<AuthFacts | undefined>;
-  sandbox: Pick<RuntimeCheckOptions, "command" | "bootstrap">;
+  sandbox: Pick<RuntimeCheckOptions, "command" | "bootstrap" | "detected">;
   serverTimeoutMs?: number;
   /** codemode's config file: the one read, the error reading it, or undefined when there is none. */
   configFile?: ConfigFile | ConfigFileError;
@@ -312,7 +314,11 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     checkStateDir(settings.stateDir),
     checkServers(input.discovery, input.listTools, input.serverTimeoutMs, refused, input.authOf),
   ]);
-  const { runtime, finding } = chooseRuntime(settings.runtime, runtimes);
+  const { runtime, reason, finding } = chooseRuntime(
+    settings.runtime,
+    runtimes,
+    settings.sources?.runtime ?? envOf("runtime"),
+  );
   const configs = checkConfigs(input.discovery);
   const mounts = checkMounts(settings.mounts ?? [], input.runtimes.find((r) => r.name === runtime));
   const findings: Finding[] = [
@@ -353,6 +359,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     version: input.version,
     ok: !findings.some((f) => f.status === "fail"),
     ...(runtime ? { runtime } : {}),
+    ...(reason ? { runtimeReason: reason } : {}),
     runtimes,
     stateDir,
     configFile,
@@ -367,20 +374,24 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
 }
 
 /**
- * The runtime codemode would use. A broken runtime is only fatal when it is the one the setting names,
- * or when none works with `auto`; otherwise it is a warning (its status is lowered in place).
+ * The runtime codemode would use, and why. A broken runtime is only fatal when it is the one the setting
+ * names, or when none works with `auto`; otherwise it is a warning (its status is lowered in place).
+ * `source` is where the setting came from (a variable or a config file).
  */
 export function chooseRuntime(
   setting: string,
   runtimes: RuntimeCheck[],
-): { runtime?: string; finding?: Finding } {
+  source = "CODEMODE_RUNTIME",
+): { runtime?: string; reason?: string; finding?: Finding } {
   const works = (r: RuntimeCheck) => r.status === "ok" || r.status === "warn";
   const usable = runtimes.filter(works);
   if (setting !== "auto") {
     const named = runtimes.find((r) => r.name === setting);
     // Only the named runtime is ever used: the others' failures are warnings either way.
     if (named) demote(runtimes, named);
-    if (named && works(named)) return { runtime: named.name };
+    if (named && works(named)) {
+      return { runtime: named.name, reason: `${source} names it ("${setting}"); no other runtime is tried` };
+    }
     return {
       finding: {
         status: "fail",
@@ -406,8 +417,18 @@ export function chooseRuntime(
       },
     };
   }
-  demote(runtimes, usable[0]);
-  return { runtime: usable[0].name };
+  const chosen = usable[0];
+  const skipped = runtimes.slice(0, runtimes.indexOf(chosen));
+  const order = `auto takes the first that works of ${runtimes.map((r) => r.name).join(", ")}`;
+  const why = (r: RuntimeCheck) =>
+    !r.installed
+      ? `${r.name} is not installed`
+      : `${r.name} does not work (${r.problems[0]?.message ?? "see below"})`;
+  demote(runtimes, chosen);
+  return {
+    runtime: chosen.name,
+    reason: skipped.length ? `${order}: ${skipped.map(why).join("; ")}` : `${order}, and it is the first`,
+  };
 }
 
 function demote(runtimes: RuntimeCheck[], chosen: RuntimeCheck): void {

@@ -1,11 +1,11 @@
 /**
- * Doctor's runtime check: detection, the sandbox image, and a real sandbox started through the plugin
- * with the full security flag set and the configured limits, running a short program over the protocol
- * that prints `ok` and what the sandbox's seccomp filter lets through. Failures are explained with one fix
- * each. Data only; the CLI prints it.
+ * Doctor's runtime check: detection (always afresh, never from the detection cache), the sandbox image,
+ * and a real sandbox started through the plugin with the full security flag set and the configured
+ * limits, running a short program over the protocol that prints `ok` and what the sandbox's seccomp
+ * filter lets through. Failures are explained with one fix each. Data only; the CLI prints it.
  * @module
  */
-import type { Problem, RuntimePlugin, SandboxLimits } from "../contracts/runtime.ts";
+import type { Problem, RuntimeDetection, RuntimePlugin, SandboxLimits } from "../contracts/runtime.ts";
 import { hasImageStore } from "../contracts/runtime.ts";
 import type { HostFrame } from "../sandbox/protocol.ts";
 import { RpcError } from "../sandbox/rpc.ts";
@@ -69,6 +69,8 @@ export interface RuntimeCheckOptions {
   maxOutput: number;
   /** Generous by default: Pyodide's first start also makes its start-up snapshot. */
   startTimeoutMs?: number;
+  /** Hears each fresh verdict (the CLI records it in the detection cache). */
+  detected?: (plugin: RuntimePlugin, detection: RuntimeDetection) => Promise<void>;
 }
 
 /** Known failure texts of container engines and what to do about each. */
@@ -196,6 +198,7 @@ export async function checkRuntime(
     available: false,
     problems: [{ message: `Detection failed: ${(error as Error).message ?? error}` }],
   } as Awaited<ReturnType<RuntimePlugin["detect"]>>));
+  await options.detected?.(plugin, detection).catch(() => {});
   const installed = detection.available || detection.version !== undefined;
   const check: RuntimeCheck = {
     name: plugin.name,

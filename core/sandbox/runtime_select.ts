@@ -2,14 +2,27 @@
  * Picks the sandbox runtime: the one the user named, or with `auto` the first in registration order
  * whose detection says it works here (for container engines that includes having the image and
  * starting a probe container). Detection runs one runtime at a time and stops at the first that works,
- * so a machine with podman never pays for probing the rest.
+ * so a machine with podman never pays for probing the rest. With a {@link DetectionCache}, a runtime's
+ * verdict is reused while its fingerprint holds, which skips the probe container.
  * @module
  */
-import type { RuntimePlugin } from "../contracts/runtime.ts";
+import type { RuntimeDetection, RuntimePlugin } from "../contracts/runtime.ts";
 import { log } from "../observe/log.ts";
+import type { DetectionCache } from "./detection_cache.ts";
+
+/** The runtime chosen, its verdict, and whether that verdict came from the cache. */
+export interface RuntimeChoice {
+  runtime: RuntimePlugin;
+  detection: RuntimeDetection;
+  cached: boolean;
+}
 
 /** Chooses a runtime for `setting` ("auto" or a plugin name); throws a clear error when none works. */
-export async function selectRuntime(setting: string, runtimes: RuntimePlugin[]): Promise<RuntimePlugin> {
+export async function selectRuntime(
+  setting: string,
+  runtimes: RuntimePlugin[],
+  cache?: DetectionCache,
+): Promise<RuntimeChoice> {
   const candidates = setting === "auto" ? runtimes : runtimes.filter((r) => r.name === setting);
   if (candidates.length === 0) {
     throw new Error(
@@ -18,10 +31,10 @@ export async function selectRuntime(setting: string, runtimes: RuntimePlugin[]):
   }
   const reasons: string[] = [];
   for (const runtime of candidates) {
-    const detection = await runtime.detect();
+    const { detection, cached } = await detectRuntime(runtime, cache);
     if (detection.available) {
-      log.info("selected runtime", { runtime: runtime.name, version: detection.version });
-      return runtime;
+      log.info("selected runtime", { runtime: runtime.name, version: detection.version, cached });
+      return { runtime, detection, cached };
     }
     const problem = detection.problems[0];
     reasons.push(
@@ -29,7 +42,40 @@ export async function selectRuntime(setting: string, runtimes: RuntimePlugin[]):
         problem ? `${problem.message}${problem.fix ? ` (fix: ${problem.fix})` : ""}` : "not available"
       }`,
     );
-    log.info("runtime not usable", { runtime: runtime.name, problems: detection.problems });
+    log.info("runtime not usable", { runtime: runtime.name, problems: detection.problems, cached });
   }
   throw new Error(`No sandbox runtime is usable (${reasons.join("; ")})`);
+}
+
+/**
+ * One runtime's verdict: the cached one while the plugin's fingerprint matches (the plugin adopts it),
+ * else a fresh detection, which is then cached. Without a cache or a fingerprint, always fresh.
+ */
+export async function detectRuntime(
+  runtime: RuntimePlugin,
+  cache?: DetectionCache,
+): Promise<{ detection: RuntimeDetection; cached: boolean }> {
+  const fingerprint = cache && runtime.fingerprint
+    ? await runtime.fingerprint().catch(() => undefined)
+    : undefined;
+  if (cache && fingerprint !== undefined) {
+    const hit = await cache.get(runtime.name, fingerprint);
+    if (hit) {
+      runtime.adopt?.(hit);
+      return { detection: hit, cached: true };
+    }
+  }
+  const detection = await runtime.detect();
+  if (cache && fingerprint !== undefined) await cache.set(runtime.name, fingerprint, detection);
+  return { detection, cached: false };
+}
+
+/** Records a verdict detected elsewhere (doctor's), so the next selection can use it. Never throws. */
+export async function recordDetection(
+  runtime: RuntimePlugin,
+  detection: RuntimeDetection,
+  cache: DetectionCache,
+): Promise<void> {
+  const fingerprint = await runtime.fingerprint?.().catch(() => undefined);
+  if (fingerprint !== undefined) await cache.set(runtime.name, fingerprint, detection);
 }

@@ -100,6 +100,8 @@ export class SandboxSession {
   #launched = false;
   #exitCounted = false;
   #files = new FileSender((frame) => this.#send(frame));
+  /** Set by kill(): a start still waiting for the runtime ends the sandbox it gets. */
+  #stopped = false;
   /** Frames from the sandbox that were dropped as malformed or oversized. */
   malformedFrames = 0;
   /** Python version the sandbox reported. */
@@ -125,6 +127,11 @@ export class SandboxSession {
     const o = this.#options;
     const started = performance.now();
     this.#process = await o.runtime.start(o.sandbox);
+    if (this.#stopped) {
+      // Killed while the runtime was still launching it: it must not run on unowned.
+      await this.#process.kill();
+      throw new Error(`Sandbox "${this.name}" was stopped before it started`);
+    }
     this.#alive = true;
     const { channel, stdin, stdout, stderr } = this.#process;
     this.#writer = stdin.getWriter();
@@ -194,6 +201,7 @@ export class SandboxSession {
 
   /** Removes the sandbox at once. */
   async kill(reason = "killed"): Promise<void> {
+    this.#stopped = true;
     this.#ended(reason);
     this.#alive = false;
     await this.#process?.kill();

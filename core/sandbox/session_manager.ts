@@ -66,10 +66,21 @@ export interface SessionManagerOptions {
   mounts?: SandboxMount[];
   /** Bytes of mounted files copied in where the runtime cannot bind-mount (Pyodide). */
   mountCopyBytes?: number;
+  /**
+   * Hears that a sandbox of `runtime` failed to start (so a cached runtime verdict can be dropped);
+   * resolves true to have the start tried once more with a freshly resolved runtime.
+   */
+  onStartFailure?: (runtime: RuntimePlugin, error: unknown) => Promise<boolean>;
 }
 
 interface Entry {
   session: Promise<SandboxSession>;
+  /** The session being started, so a close can kill it before its start finishes. */
+  sandbox?: SandboxSession;
+  /** Set once the session is ready (or failed). */
+  settled: boolean;
+  /** Set when the entry was closed: a start still under way stops instead of finishing. */
+  stopped: boolean;
   idle?: ReturnType<typeof setTimeout>;
   busy: number;
   /** When a run last started or ended here (a counter, for least-recently-used eviction). */
@@ -106,10 +117,15 @@ export class SessionManager {
     if (this.#closed) throw new Error("codemode is shutting down");
     const existing = this.#entries.get(key);
     // A sandbox that ended between runs (killed from outside, crashed while idle) is replaced, and the
-    // run says its state is gone instead of failing with "not running".
-    if (existing && existing.busy === 0 && (await existing.session.then((s) => !s.alive, () => true))) {
+    // run says its state is gone instead of failing with "not running". One that never started (a
+    // prewarm that failed) is simply started again.
+    const state = existing && existing.busy === 0
+      ? await existing.session.then((s) => s.alive ? "alive" : "ended", () => "failed")
+      : "alive";
+    if (existing && state !== "alive") {
       this.#drop(key, existing);
       const result = await this.run(key, code, options);
+      if (state === "failed") return result;
       const note = "the previous sandbox had ended since the last run, so this ran in a fresh one: " +
         "earlier variables and imports are gone";
       return { ...result, notes: [note, ...result.notes ?? []] };
@@ -151,13 +167,40 @@ export class SessionManager {
     await (await entry.session).putFiles(files);
   }
 
+  /**
+   * Starts the session for `key` in the background, before anything asks for it: a first run then finds
+   * it ready or joins its start. Skipped when `key` has a session already or the session cap is reached
+   * (a prewarm never evicts another session). An unused prewarmed sandbox is stopped by the idle
+   * timeout like any other. Returns whether a start began.
+   */
+  prewarm(key: string): boolean {
+    if (this.#closed || this.#entries.has(key)) return false;
+    const max = this.#options.maxSessions;
+    if (max !== undefined && this.#entries.size >= max) {
+      log.info("not prewarming a sandbox: the session cap is reached", { session: key, maxSessions: max });
+      return false;
+    }
+    const entry = this.#entry(key)!;
+    log.info("prewarming a sandbox", { session: key });
+    entry.session.then(
+      () => {
+        if (entry.busy === 0 && this.#entries.get(key) === entry) this.#armIdle(key, entry);
+      },
+      (error) => {
+        if (!entry.stopped) {
+          log.warn("prewarming a sandbox failed; the first run tries again", { error: String(error) });
+        }
+      },
+    );
+    return true;
+  }
+
   /** Stops the session for `key` (its client went away); a later run for `key` starts a fresh one. */
   async close(key: string): Promise<void> {
     const entry = this.#entries.get(key);
     if (!entry) return;
     this.#entries.delete(key);
-    if (entry.idle) clearTimeout(entry.idle);
-    await entry.session.then((s) => s.close("client-gone"), () => {});
+    await this.#stop(entry, "client-gone");
   }
 
   /** Stops every session and removes their sandboxes. */
@@ -165,10 +208,7 @@ export class SessionManager {
     this.#closed = true;
     const entries = [...this.#entries.values()];
     this.#entries.clear();
-    await Promise.all(entries.map(async (entry) => {
-      if (entry.idle) clearTimeout(entry.idle);
-      await entry.session.then((s) => s.close("shutdown"), () => {});
-    }));
+    await Promise.all(entries.map((entry) => this.#stop(entry, "shutdown")));
     // A sandbox whose removal failed (engine binary gone) must not outlive the server: one last, bounded try.
     if (this.#runtime?.settle && !(await this.#runtime.settle(3_000))) {
       log.warn("sandbox containers could not be removed; the next codemode start reaps them");
@@ -225,41 +265,73 @@ export class SessionManager {
     let entry = this.#entries.get(key);
     if (!entry) {
       if (!this.#roomForOneMore()) return undefined;
-      const created: Entry = { session: this.#start(key), busy: 0, used: ++this.#uses };
-      created.session.catch(() => this.#drop(key, created));
+      // The start needs its entry (to see a close that comes while it runs), so the promise comes second.
+      const created = { settled: false, stopped: false, busy: 0, used: ++this.#uses } as Entry;
+      created.session = this.#start(key, created);
+      created.session.then(() => created.settled = true, () => {
+        created.settled = true;
+        this.#drop(key, created);
+      });
       this.#entries.set(key, created);
       entry = created;
     }
     return entry;
   }
 
-  async #start(key: string): Promise<SandboxSession> {
+  async #start(key: string, entry: Entry): Promise<SandboxSession> {
     const o = this.#options;
-    const runtime = this.#runtime = await o.runtime();
-    const name = `codemode-${process.pid}-${this.#tag}-${++this.#counter}`;
-    const session = new SandboxSession({
-      runtime,
-      sandbox: {
-        name,
-        image: o.image,
-        command: o.command,
-        limits: o.limits,
-        labels: ownerLabels(key),
-        ...(o.mounts?.length && runtime.mountMode === "bind" ? { mounts: o.mounts } : {}),
-      },
-      bootstrap: o.bootstrap(),
-      rpc: o.rpc,
-      maxOutput: o.maxOutput,
-      maxDisplay: o.maxDisplay,
-      graceMs: (o.graceSeconds ?? 2) * 1000,
-    });
-    await session.start();
-    if (o.mounts?.length) await this.#mountByCopy(runtime, session);
-    if (this.#closed) {
-      await session.close("shutdown");
-      throw new Error("codemode is shutting down");
+    for (let attempt = 1;; attempt++) {
+      const runtime = this.#runtime = await o.runtime();
+      this.#checkStillWanted(entry);
+      const session = new SandboxSession({
+        runtime,
+        sandbox: {
+          name: `codemode-${process.pid}-${this.#tag}-${++this.#counter}`,
+          image: o.image,
+          command: o.command,
+          limits: o.limits,
+          labels: ownerLabels(key),
+          ...(o.mounts?.length && runtime.mountMode === "bind" ? { mounts: o.mounts } : {}),
+        },
+        bootstrap: o.bootstrap(),
+        rpc: o.rpc,
+        maxOutput: o.maxOutput,
+        maxDisplay: o.maxDisplay,
+        graceMs: (o.graceSeconds ?? 2) * 1000,
+      });
+      entry.sandbox = session;
+      try {
+        await session.start();
+      } catch (error) {
+        this.#checkStillWanted(entry);
+        const again = await o.onStartFailure?.(runtime, error).catch(() => false);
+        if (!again || attempt > 1) throw error;
+        log.info("a sandbox did not start on a cached runtime verdict; trying again after detecting afresh", {
+          runtime: runtime.name,
+          error: String(error),
+        });
+        continue;
+      }
+      if (o.mounts?.length) await this.#mountByCopy(runtime, session);
+      if (this.#closed || entry.stopped) {
+        await session.close("shutdown");
+        this.#checkStillWanted(entry);
+      }
+      return session;
     }
-    return session;
+  }
+
+  #checkStillWanted(entry: Entry): void {
+    if (this.#closed) throw new Error("codemode is shutting down");
+    if (entry.stopped) throw new Error("the session was closed before its sandbox started");
+  }
+
+  /** Stops an entry's sandbox: at once if it is still starting, else with a shutdown frame first. */
+  async #stop(entry: Entry, reason: string): Promise<void> {
+    entry.stopped = true;
+    if (entry.idle) clearTimeout(entry.idle);
+    if (!entry.settled) await entry.sandbox?.kill(reason);
+    await entry.session.then((s) => s.close(reason), () => {});
   }
 
   /** Copies the mounts in where the runtime cannot bind-mount them; a runtime with no mounts is refused. */
@@ -300,12 +372,11 @@ export class SessionManager {
     if (!lru) return false;
     const [key, entry] = lru;
     this.#entries.delete(key);
-    if (entry.idle) clearTimeout(entry.idle);
     log.info("stopping the least recently used idle sandbox to stay within the session cap", {
       session: key,
       maxSessions: max,
     });
-    void entry.session.then((s) => s.close(), () => {});
+    void this.#stop(entry, "closed");
     return true;
   }
 
@@ -316,11 +387,12 @@ export class SessionManager {
   }
 
   #armIdle(key: string, entry: Entry): void {
+    if (entry.idle) clearTimeout(entry.idle);
     entry.idle = setTimeout(() => {
       if (entry.busy > 0 || this.#entries.get(key) !== entry) return;
       this.#entries.delete(key);
       log.info("stopping idle sandbox", { session: key });
-      void entry.session.then((s) => s.close("idle"), () => {});
+      void this.#stop(entry, "idle");
     }, this.#options.idleTimeout * 1000);
     (entry.idle as { unref?: () => void }).unref?.();
   }
@@ -328,6 +400,7 @@ export class SessionManager {
   #drop(key: string, entry: Entry): void {
     if (this.#entries.get(key) !== entry) return;
     this.#entries.delete(key);
+    entry.stopped = true;
     if (entry.idle) clearTimeout(entry.idle);
     void entry.session.then((s) => s.kill(), () => {});
   }

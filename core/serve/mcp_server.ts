@@ -18,6 +18,7 @@ import type { ArtifactStore } from "../artifacts/store.ts";
 import { artifactLinks, registerArtifactResources } from "./artifact_resources.ts";
 import type { ApprovalBroker } from "../sandbox/approvals.ts";
 import { requestApprover } from "./elicitation.ts";
+import { whenInitialized } from "./prewarm.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -44,6 +45,8 @@ export interface McpServerOptions {
   skills?: { attach(server: McpServer): void };
   /** Where calls that need the user's approval are asked (through this client's elicitation). */
   approvals?: ApprovalBroker;
+  /** Called once the client has initialized (to prewarm its sandbox). */
+  onInitialized?: () => void;
 }
 
 /** URI of the capabilities resource. */
@@ -66,6 +69,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       capabilities: { logging: {} },
     },
   );
+  if (options.onInitialized) whenInitialized(server, options.onInitialized);
   // Our own setLevel handler (replacing the SDK's) so forwarding can skip lines before building them.
   let clientLevel: LoggingLevel = "warning";
   server.server.setRequestHandler("logging/setLevel", (request) => {

@@ -5,6 +5,8 @@
  */
 
 import { spawn } from "node:child_process";
+import { accessSync, constants, statSync } from "node:fs";
+import { delimiter, join } from "node:path";
 import process from "node:process";
 import type { ManagedSandbox, Problem } from "../../core/contracts/runtime.ts";
 
@@ -43,6 +45,8 @@ const ENGINE_ENV_KEYS = [
   "CONTAINERD_NAMESPACE",
   "NERDCTL_TOML",
 ];
+// Of those, the ones that choose which engine (daemon, socket, configuration) the CLI talks to.
+const ENGINE_CHOICE_KEYS = ENGINE_ENV_KEYS.filter((key) => /^(DOCKER|CONTAINER|NERDCTL|XDG)_/.test(key));
 // Pulling from a registry goes through the machine's proxy, so image commands also get these.
 const PROXY_ENV_KEYS = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
 
@@ -177,4 +181,29 @@ export function diagnose(engine: string, stderr: string, spawnError?: string): P
     };
   }
   return { message: `${engine} failed: "${firstErrorLine(stderr)}"` };
+}
+
+/** The variables that choose which engine the CLI talks to, as `KEY=value` lines (for cache keys). */
+export function engineChoiceEnv(source: Record<string, string | undefined> = process.env): string {
+  return ENGINE_CHOICE_KEYS.filter((key) => source[key] !== undefined).map((key) => `${key}=${source[key]}`)
+    .join("\n");
+}
+
+/** Where `command` resolves: itself when it has a slash, else the first executable file of that name on PATH. */
+export function whichSync(command: string, path = process.env.PATH ?? ""): string | undefined {
+  if (command.includes("/")) return isExecutable(command) ? command : undefined;
+  for (const dir of path.split(delimiter).filter(Boolean)) {
+    if (isExecutable(join(dir, command))) return join(dir, command);
+  }
+  return undefined;
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }

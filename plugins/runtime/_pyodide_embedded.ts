@@ -1,6 +1,9 @@
 /**
- * The Pyodide files a compiled binary carries, registered by its entry point at start-up. Kept apart from
- * the code that unpacks them, so registering costs the binary's start-up nothing but this module.
+ * What a compiled binary carries for its embedded runtime (scripts/embed_runtime.ts makes it in
+ * dist/embed/, scripts/compile_entry.ts registers it at start-up): a Deno executable, the Pyodide files,
+ * the host program and a start-up snapshot made from them at build time, with a manifest of their
+ * digests. Kept apart from the code that unpacks them (_embedded_unpack.ts), so registering costs the
+ * binary's start-up nothing but this module.
  * @module
  */
 
@@ -14,27 +17,51 @@ export const PYODIDE_FILES: readonly string[] = [
   "pyodide-lock.json",
 ];
 
-/** Pyodide files by name (each of {@link PYODIDE_FILES}), each a path node:fs can read. */
-export type PyodideFileMap = Readonly<Record<string, string>>;
-
-let embedded: PyodideFileMap | undefined;
-
-/**
- * Registers the Pyodide files compiled into this binary (scripts/compile_entry.ts). The runtime then
- * unpacks them into its cache directory on first use instead of looking for node_modules.
- */
-export function provideEmbeddedAssets(files: PyodideFileMap): void {
-  const missing = PYODIDE_FILES.filter((file) => !files[file]);
-  if (missing.length) {
-    throw new Error(`The embedded Pyodide files lack "${missing.join('", "')}": add them to the entry point`);
-  }
-  embedded = Object.fromEntries(PYODIDE_FILES.map((file) => [file, files[file]]));
+/** One entry of the build manifest (dist/embed/manifest.json). */
+export interface ManifestFile {
+  /** Which unpack directory it goes to. */
+  dir: "deno" | "pyodide";
+  /** Its name there. */
+  name: string;
+  /** Permission bits once unpacked (0o700 for the executable, 0o600 for the rest). */
+  mode: number;
+  /** How the binary stores it. */
+  encoding: "zstd" | "identity";
+  sha256: string;
+  size: number;
 }
 
-/** The Pyodide files compiled into this binary, if it is a compiled binary that has them. */
-export function embeddedAssets(): PyodideFileMap | undefined {
+/** The build manifest: the platform, the versions, and every file by key. */
+export interface EmbedManifest {
+  /** The platform the binary was built for, as `<os>-<arch>` ("linux-x64"). */
+  target: string;
+  deno: string;
+  pyodide: string;
+  /** Keys: "deno", "host", "snapshot", and each of the Pyodide files by its name. */
+  files: Record<string, ManifestFile>;
+}
+
+/** The embedded runtime: its manifest and, per key, the path of the carried bytes. */
+export interface EmbeddedRuntime {
+  manifest: EmbedManifest;
+  sources: Record<string, string>;
+}
+
+let embedded: EmbeddedRuntime | undefined;
+
+/** Registers what this binary carries (scripts/compile_entry.ts); every manifest file needs a source. */
+export function provideEmbeddedRuntime(manifest: EmbedManifest, sources: Record<string, string>): void {
+  const missing = Object.keys(manifest.files).filter((key) => !sources[key]);
+  if (missing.length) {
+    throw new Error(`The embedded runtime lacks "${missing.join('", "')}": add them to the entry point`);
+  }
+  for (const key of ["deno", "host", "snapshot"]) {
+    if (!manifest.files[key]) throw new Error(`The embed manifest has no "${key}": rebuild the binary`);
+  }
+  embedded = { manifest, sources };
+}
+
+/** The runtime compiled into this binary, if it is a compiled binary that has one. */
+export function embeddedRuntime(): EmbeddedRuntime | undefined {
   return embedded;
 }
-
-/** A Pyodide distribution: a directory, or the files one by one (as a compiled binary embeds them). */
-export type PyodideSource = string | PyodideFileMap;

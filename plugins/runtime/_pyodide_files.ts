@@ -1,25 +1,20 @@
 /**
  * The files the Pyodide subprocess may read, and nothing else: the Pyodide distribution, and a cache
  * directory `<stateDir>/pyodide/<version>/` holding the host program and a start-up memory snapshot
- * (and, for a compiled binary, the distribution itself, copied there on first use).
+ * (and, for a compiled binary, the distribution itself, unpacked there on first use: see _embedded.ts).
  * @module
  */
 import { createHash } from "node:crypto";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
 import { pyodideHostMain, pyodideWorkerMain } from "./pyodide_host.ts";
 import { PYODIDE_GLUE } from "./_pyodide_glue.ts";
-import { PYODIDE_FILES, type PyodideFileMap, type PyodideSource } from "./_pyodide_embedded.ts";
+import { PYODIDE_FILES } from "./_pyodide_embedded.ts";
 
-export {
-  embeddedAssets,
-  PYODIDE_FILES,
-  type PyodideFileMap,
-  type PyodideSource,
-} from "./_pyodide_embedded.ts";
+export { PYODIDE_FILES } from "./_pyodide_embedded.ts";
 
 /** Progress of first-use preparation (copying the distribution, making the snapshot). */
 export interface PrepareProgress {
@@ -45,17 +40,16 @@ export function findPyodideAssets(roots: string[]): string | undefined {
   return undefined;
 }
 
-/** True when `source` has every file in {@link PYODIDE_FILES}. */
-export function isDistribution(source: PyodideSource): boolean {
-  const files = filesOf(source);
-  return PYODIDE_FILES.every((file) => existsSync(files[file]));
+/** True when directory `source` has every file in {@link PYODIDE_FILES}. */
+export function isDistribution(source: string): boolean {
+  return PYODIDE_FILES.every((file) => existsSync(join(source, file)));
 }
 
 /** The version in a Pyodide distribution's package.json. */
-export function pyodideVersion(source: PyodideSource): string {
-  const version = JSON.parse(readFileSync(filesOf(source)["package.json"], "utf8")).version;
+export function pyodideVersion(source: string): string {
+  const version = JSON.parse(readFileSync(join(source, "package.json"), "utf8")).version;
   if (typeof version !== "string" || !/^[\w.+-]+$/.test(version)) {
-    throw new Error(`The Pyodide package in ${describe(source)} has no usable version: reinstall it`);
+    throw new Error(`The Pyodide package in "${source}" has no usable version: reinstall it`);
   }
   return version;
 }
@@ -66,30 +60,27 @@ export function cacheDir(stateDir: string, version: string): string {
 }
 
 /**
- * Copies the Pyodide distribution from `source` into `<stateDir>/pyodide/<version>/` unless it is there
- * already, and returns that directory. For a compiled binary, which has no node_modules to read from:
- * `source` is then the map of embedded files (node:fs reads those, but can't copyFile them).
+ * Copies the Pyodide distribution from directory `source` into `<stateDir>/pyodide/<version>/` unless it
+ * is there already, and returns that directory (for embedding codemode where only a copy may be read).
  */
 export async function installPyodideAssets(
-  source: PyodideSource,
+  source: string,
   stateDir: string,
   onProgress?: ProgressCallback,
 ): Promise<string> {
   if (!isDistribution(source)) {
     throw new Error(
-      `${describe(source)} is not a Pyodide distribution (it lacks one of ${PYODIDE_FILES.join(", ")})`,
+      `"${source}" is not a Pyodide distribution (it lacks one of ${PYODIDE_FILES.join(", ")})`,
     );
   }
-  const files = filesOf(source);
   const target = cacheDir(stateDir, pyodideVersion(source));
   let done = 0;
   for (const file of PYODIDE_FILES) {
     const to = join(target, file);
     const have = await stat(to).catch(() => undefined);
-    if (!have || have.size !== (await stat(files[file])).size) {
-      const verb = typeof source === "string" ? "Copying" : "Unpacking";
-      onProgress?.({ phase: "copy", done, total: PYODIDE_FILES.length, message: `${verb} ${file}` });
-      await writeAtomically(to, await readFile(files[file]));
+    if (!have || have.size !== (await stat(join(source, file))).size) {
+      onProgress?.({ phase: "copy", done, total: PYODIDE_FILES.length, message: `Copying ${file}` });
+      await copyAtomically(join(source, file), to);
     }
     done++;
   }
@@ -145,6 +136,32 @@ export async function writeAtomically(path: string, data: string | Uint8Array): 
   }
 }
 
+/** Copies `from` to `to` through a temporary file and a rename. */
+export async function copyAtomically(from: string, to: string): Promise<void> {
+  await mkdir(dirname(to), { recursive: true });
+  const temp = `${to}.${process.pid}.${randomTag()}.tmp`;
+  try {
+    await copyFile(from, temp);
+    await rename(temp, to);
+  } finally {
+    await rm(temp, { force: true });
+  }
+}
+
+/**
+ * Where a checkout keeps the start-up snapshot `npm install` made ahead of time
+ * (scripts/pyodide_snapshot.ts): `dist/pyodide/<version>/` of the checkout this module is in. Only this
+ * module's own checkout counts, never one found from the working directory.
+ */
+export function prebuiltDir(version: string): string | undefined {
+  try {
+    if (import.meta.url.startsWith("file:")) {
+      return join(fileURLToPath(new URL("../../dist/pyodide/", import.meta.url)), version);
+    }
+  } catch { /* a compiled binary's module URL is not a file */ }
+  return undefined;
+}
+
 /** Directories to search for node_modules: beside this module (a checkout) and the working directory. */
 export function searchRoots(): string[] {
   const roots = [process.cwd()];
@@ -152,16 +169,6 @@ export function searchRoots(): string[] {
     if (import.meta.url.startsWith("file:")) roots.unshift(dirname(fileURLToPath(import.meta.url)));
   } catch { /* a compiled binary's module URL is not a file */ }
   return roots;
-}
-
-function filesOf(source: PyodideSource): PyodideFileMap {
-  return typeof source === "string"
-    ? Object.fromEntries(PYODIDE_FILES.map((file) => [file, join(source, file)]))
-    : source;
-}
-
-function describe(source: PyodideSource): string {
-  return typeof source === "string" ? `"${source}"` : "the files embedded in this binary";
 }
 
 function hash(text: string): string {

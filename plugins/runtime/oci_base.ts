@@ -5,7 +5,8 @@
  */
 
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { stat } from "node:fs/promises";
 import process from "node:process";
 import { type Duplex, Readable, Writable } from "node:stream";
 import type {
@@ -20,7 +21,16 @@ import type {
   SandboxStartOptions,
 } from "../../core/contracts/runtime.ts";
 import { DEFAULT_IMAGE } from "../../core/sandbox/image_build.ts";
-import { diagnose, engineEnv, execCli, firstErrorLine, parseInspectLines, parseMemory } from "./_oci_exec.ts";
+import {
+  diagnose,
+  engineChoiceEnv,
+  engineEnv,
+  execCli,
+  firstErrorLine,
+  parseInspectLines,
+  parseMemory,
+  whichSync,
+} from "./_oci_exec.ts";
 import { PendingRemovals } from "./_pending_removals.ts";
 import { type SeccompChoice, type SeccompProfileError, seccompProfilePath } from "./seccomp.ts";
 
@@ -248,6 +258,8 @@ export function ociRuntime(
   const cli = options.command;
   const image = options.image ?? DEFAULT_IMAGE;
   let facts: Promise<EngineFacts> | undefined;
+  /** The facts when they came from a cached verdict (adopt()) rather than from `info`. */
+  let adopted: Promise<EngineFacts> | undefined;
 
   // Removals that failed (engine binary missing or broken), retried until they succeed.
   const pending = new PendingRemovals(remove);
@@ -401,6 +413,8 @@ export function ociRuntime(
   }
 
   async function detect(): Promise<RuntimeDetection> {
+    // Detection is asked afresh: facts adopted from a cached verdict don't count.
+    if (adopted) facts = adopted = undefined;
     const [known, hasImage] = await Promise.all([engineFacts(), imageExists(image)]);
     const detection: RuntimeDetection = {
       name: engine,
@@ -410,6 +424,7 @@ export function ociRuntime(
       problems: known.problem ? [known.problem] : [],
     };
     if (!known.version) return detection;
+    detection.facts = { cgroupLimits: known.cgroupLimits };
     if (!known.cgroupLimits) {
       detection.problems.push({
         message:
@@ -458,11 +473,59 @@ export function ociRuntime(
     return detection;
   }
 
+  /**
+   * What the verdict rests on: each engine binary's path, size and mtime, the variables that choose the
+   * engine, the image's id, the OCI runtime and the seccomp choice. Undefined when the engine can't say
+   * whether it has the image (a daemon that is down): then detection runs.
+   */
+  async function fingerprint(): Promise<string | undefined> {
+    const binaries = await Promise.all(
+      cli.filter((arg, i) => i === 0 || arg === engine).map(async (name) => {
+        const path = whichSync(name, engineEnv().PATH);
+        const s = path ? await stat(path).catch(() => undefined) : undefined;
+        return s ? `${path} ${s.size} ${s.mtimeMs}` : `${name} not found`;
+      }),
+    );
+    let imageId = "none";
+    if (!binaries.some((b) => b.endsWith(" not found"))) {
+      const inspect = await run(["image", "inspect", "--format", "{{.Id}}", image], 15_000);
+      if (inspect.code === 0) imageId = inspect.stdout.trim();
+      else if (!/no such image|image not known|not found/i.test(inspect.stderr)) return undefined;
+    }
+    const env = createHash("sha256").update(engineChoiceEnv()).digest("hex").slice(0, 16);
+    const seccomp = options.seccomp && !["codemode", "engine"].includes(options.seccomp)
+      ? await stat(options.seccomp).then(
+        (s) => `${options.seccomp} ${s.size} ${s.mtimeMs}`,
+        () => options.seccomp,
+      )
+      : options.seccomp ?? "codemode";
+    return [
+      `${engine}: ${binaries.join(", ")}`,
+      `env ${env}`,
+      `image ${image} ${imageId}`,
+      `oci runtime ${options.runtime ?? "default"}`,
+      `seccomp ${seccomp}`,
+    ].join("; ");
+  }
+
+  /** A cached "works" verdict: start() uses its facts instead of asking the engine for them again. */
+  function adopt(detection: RuntimeDetection): void {
+    if (!detection.available || !detection.version) return;
+    facts = adopted = Promise.resolve({
+      installed: true,
+      version: detection.version,
+      rootless: detection.rootless,
+      cgroupLimits: detection.facts?.cgroupLimits !== false,
+    });
+  }
+
   return {
     name: engine,
     ...(engine === "nerdctl" ? {} : { mountMode: "bind" as const }),
     mountProblem: (mount) => mountProblem(engine, mount),
     detect,
+    fingerprint,
+    adopt,
     start,
     listManaged,
     remove,

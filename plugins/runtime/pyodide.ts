@@ -4,17 +4,18 @@
  * Python in Pyodide can reach JavaScript (`import js`, any JsProxy), so the JavaScript around it is the
  * thing to lock down: Pyodide runs in a separate `deno run` process that may read the Pyodide files and
  * its own program and nothing else (no other file, network, environment, subprocess, FFI or write
- * access), with an empty environment and capped heaps. When no deno executable is found the runtime is
- * unavailable: it never runs Pyodide inside codemode's own process. See docs/pyodide.md.
+ * access), with an empty environment and capped heaps. A compiled binary carries its own Deno (unpacked
+ * into the state directory on first use, its digest checked before every launch); from a checkout the
+ * running deno is used. Pyodide never runs inside codemode's own process. See docs/pyodide.md.
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import process from "node:process";
 import { Readable, Writable } from "node:stream";
-import { Buffer } from "node:buffer";
 import type {
   ManagedSandbox,
   Problem,
@@ -27,10 +28,10 @@ import { log } from "../../core/observe/log.ts";
 import { denoArgs, denoEnv, findDeno, memoryBytes, parseDenoVersion } from "./_pyodide_deno.ts";
 import {
   cacheDir,
-  embeddedAssets,
+  copyAtomically,
   findPyodideAssets,
-  installPyodideAssets,
   isDistribution,
+  prebuiltDir,
   type ProgressCallback,
   pyodideVersion,
   searchRoots,
@@ -39,6 +40,9 @@ import {
   writeAtomically,
   writeHostProgram,
 } from "./_pyodide_files.ts";
+import { capture, makeSnapshot } from "./_pyodide_snapshot.ts";
+import { type EmbeddedRuntime, embeddedRuntime } from "./_pyodide_embedded.ts";
+import { unpackedLayout, unpackEmbedded } from "./_embedded_unpack.ts";
 import type { HostConfig } from "./pyodide_host.ts";
 
 export { installPyodideAssets, type PrepareProgress, type ProgressCallback } from "./_pyodide_files.ts";
@@ -52,9 +56,17 @@ export interface PyodideOptions {
   assetDir?: string;
   /** Where the host program and snapshot are cached, under `pyodide/<version>/` (default: codemode's). */
   stateDir?: string;
-  /** The deno executable (default: the running deno, else `deno` on PATH, else node_modules/.bin/deno). */
+  /**
+   * The deno executable (default: the one compiled into this binary; else the running deno, `deno` on
+   * PATH, or node_modules/.bin/deno).
+   */
   deno?: string;
-  /** Start from a memory snapshot made on first use (~0.5 s instead of ~5 s per start). */
+  /**
+   * The runtime files a compiled binary carries (default: this binary's, if any; `false`: none). Ignored
+   * when `deno` or `assetDir` is given.
+   */
+  embedded?: EmbeddedRuntime | false;
+  /** Start from a memory snapshot (~0.5 s instead of ~5 s per start): carried, prebuilt or made once. */
   snapshot?: boolean;
   /** How long making the snapshot may take. */
   snapshotTimeoutMs?: number;
@@ -78,31 +90,48 @@ interface Prepared {
 /** The pyodide runtime plugin. */
 export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
   const settings = { ...defaults, ...options };
+  const stateDir = () => settings.stateDir ?? defaultStateDir();
+  const carried = (): EmbeddedRuntime | undefined =>
+    settings.deno || settings.assetDir || settings.embedded === false
+      ? undefined
+      : settings.embedded ?? embeddedRuntime();
   let prepared: Promise<Prepared> | undefined;
 
   const locate = () => {
     const deno = findDeno(settings.deno, searchRoots());
-    const assets = settings.assetDir ?? embeddedAssets() ?? findPyodideAssets(searchRoots());
+    const assets = settings.assetDir ?? findPyodideAssets(searchRoots());
     return { deno, assets };
   };
-  // A compiled binary's first use unpacks ~13 MB and makes a snapshot (~10 s): say so on a terminal.
+  // A first use may unpack ~140 MB or make a snapshot (~10 s): say so on a terminal.
   const terminal = stderrProgress();
   const progress = (): ProgressCallback | undefined =>
-    settings.onProgress ?? (embeddedAssets() && process.stderr.isTTY ? terminal : undefined);
+    settings.onProgress ?? (embeddedRuntime() && process.stderr.isTTY ? terminal : undefined);
 
   async function detect(): Promise<RuntimeDetection> {
+    const embedded = carried();
+    if (embedded) {
+      // Nothing to look for: the binary carries both, built for the platform it runs on.
+      const m = embedded.manifest;
+      return {
+        name: "pyodide",
+        available: true,
+        version: `${m.pyodide} (deno ${m.deno}, embedded)`,
+        problems: [],
+      };
+    }
     const problems: Problem[] = [];
     const { deno, assets } = locate();
     if (!deno) {
       problems.push({
         message: "Deno is not installed, and Pyodide is only run inside a locked-down Deno process",
-        fix: "Install Deno 2 (https://deno.com) and put it on PATH, or pass its path as the deno option",
+        fix: "Install Deno 2 (https://deno.com) and put it on PATH, pass its path as the deno option, " +
+          "or use the codemode binary, which carries its own",
       });
     }
     let version: string | undefined;
     if (!assets || !isDistribution(assets)) {
       problems.push({
-        message: `The Pyodide files are missing${typeof assets === "string" ? ` from "${assets}"` : ""}`,
+        message: `The Pyodide files are missing${assets ? ` from "${assets}"` : ""}`,
         fix: "Install the npm package pyodide (npm install), or pass the assetDir option",
       });
     } else {
@@ -110,7 +139,7 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
     }
     let denoVersion: string | undefined;
     if (deno) {
-      const result = await capture(deno, ["--version"], 15_000);
+      const result = await capture(deno, ["--version"], 15_000, denoEnv(deno));
       denoVersion = parseDenoVersion(result.stdout);
       if (!denoVersion) {
         problems.push({
@@ -135,8 +164,26 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
     };
   }
 
+  /** What the verdict rests on: the carried files' digests, or the deno binary and the Pyodide files. */
+  async function fingerprint(): Promise<string | undefined> {
+    const embedded = carried();
+    if (embedded) {
+      const m = embedded.manifest;
+      return `embedded ${m.target} deno ${m.deno} ${m.files.deno.sha256} pyodide ${m.pyodide}`;
+    }
+    const { deno, assets } = locate();
+    const about = async (path: string | undefined) => {
+      const s = path ? await stat(path).catch(() => undefined) : undefined;
+      return s ? `${path} ${s.size} ${s.mtimeMs}` : `${path ?? "-"} missing`;
+    };
+    const pkg = assets ? join(assets, "package.json") : undefined;
+    return `deno ${await about(deno)}; pyodide ${await about(pkg)}`;
+  }
+
   function prepare(): Promise<Prepared> {
     prepared ??= (async () => {
+      const embedded = carried();
+      if (embedded) return await prepareEmbedded(embedded);
       const { deno, assets } = locate();
       if (!deno) {
         throw new Error(
@@ -147,67 +194,81 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
       if (!assets || !isDistribution(assets)) {
         throw new Error(
           `Cannot start a Pyodide sandbox: the Pyodide files are missing${
-            typeof assets === "string" ? ` from "${assets}"` : ""
+            assets ? ` from "${assets}"` : ""
           }; ` +
             "run npm install or pass the assetDir option",
         );
       }
       const version = pyodideVersion(assets);
-      const stateDir = settings.stateDir ?? defaultStateDir();
-      const cache = cacheDir(stateDir, version);
-      // Embedded files are unpacked into the cache, the one directory the subprocess may read.
-      const dir = typeof assets === "string"
-        ? assets
-        : await installPyodideAssets(assets, stateDir, progress());
+      const cache = cacheDir(stateDir(), version);
       const program = await writeHostProgram(cache);
-      const base = { deno, assets: withSlash(dir), cache, program, version };
-      const snapshot = settings.snapshot ? await ensureSnapshot(base) : undefined;
+      const base = { deno, assets: withSlash(assets), cache, program, version };
+      const snapshot = settings.snapshot ? await sourceSnapshot(base) : undefined;
       return { ...base, ...(snapshot ? { snapshot } : {}) };
     })();
     prepared.catch(() => prepared = undefined);
     return prepared;
   }
 
-  async function ensureSnapshot(base: Omit<Prepared, "snapshot">): Promise<string | undefined> {
+  async function prepareEmbedded(embedded: EmbeddedRuntime): Promise<Prepared> {
+    const layout = unpackedLayout(embedded, stateDir());
+    const first = !existsSync(layout.deno);
+    if (first) {
+      progress()?.({ phase: "copy", done: 0, total: 1, message: "Unpacking the embedded Deno and Pyodide" });
+    }
+    await unpack(embedded);
+    if (first) progress()?.({ phase: "copy", done: 1, total: 1, message: "Embedded runtime ready" });
+    return {
+      deno: layout.deno,
+      assets: withSlash(layout.pyodide),
+      cache: layout.pyodide,
+      program: layout.program,
+      version: embedded.manifest.pyodide,
+      ...(settings.snapshot ? { snapshot: layout.snapshot } : {}),
+    };
+  }
+
+  /** Every carried file present and intact: unpacked, kept, or (changed since) replaced. */
+  async function unpack(embedded: EmbeddedRuntime): Promise<void> {
+    const report = await unpackEmbedded(embedded, stateDir());
+    const changed = Object.entries(report.outcomes).filter(([, outcome]) => outcome !== "verified");
+    const replaced = changed.filter(([, outcome]) => outcome === "replaced").map(([key]) => key);
+    if (replaced.length) {
+      log.warn("embedded runtime files did not match their digests and were replaced", {
+        files: replaced,
+        stateDir: stateDir(),
+      });
+    }
+    if (changed.length) {
+      log.info("unpacked the embedded runtime", {
+        files: changed.map(([key]) => key),
+        ms: Math.round(report.ms),
+      });
+    }
+  }
+
+  /** The snapshot for a checkout: cached, copied from the one `npm install` made, or made now. */
+  async function sourceSnapshot(base: Omit<Prepared, "snapshot">): Promise<string | undefined> {
     const path = snapshotPath(base.cache, base.program, base.version);
     if (existsSync(path)) return path;
-    progress()?.({
-      phase: "snapshot",
-      done: 0,
-      total: 1,
-      message: "Making the Pyodide start-up snapshot",
-    });
-    const started = performance.now();
-    const config: HostConfig = { mode: "snapshot", assets: base.assets, memoryBytes: 2 ** 30 };
-    const argv = denoArgs({
-      deno: base.deno,
-      program: base.program,
+    const shipped = prebuiltDir(base.version);
+    if (shipped && existsSync(join(shipped, basename(path)))) {
+      await copyAtomically(join(shipped, basename(path)), path);
+      return path;
+    }
+    progress()?.({ phase: "snapshot", done: 0, total: 1, message: "Making the Pyodide start-up snapshot" });
+    const made = await makeSnapshot({
+      ...base,
       readable: readable(base),
-      heapBytes: 2 ** 30,
-      config,
+      timeoutMs: settings.snapshotTimeoutMs,
     });
-    const result = await capture(
-      argv[0],
-      argv.slice(1),
-      settings.snapshotTimeoutMs,
-      denoEnv(base.program),
-      true,
-    );
-    if (result.code !== 0 || result.bytes.length < 1024 * 1024) {
-      log.warn("could not make a Pyodide snapshot; sandboxes will start slowly", {
-        code: result.code,
-        stderr: result.stderr.slice(-2000),
-      });
+    if (!made.ok) {
+      log.warn("could not make a Pyodide snapshot; sandboxes will start slowly", { reason: made.reason });
       return undefined;
     }
-    await writeAtomically(path, result.bytes);
-    progress()?.({
-      phase: "snapshot",
-      done: 1,
-      total: 1,
-      message: "Pyodide start-up snapshot ready",
-    });
-    log.info("made a Pyodide snapshot", { path, ms: Math.round(performance.now() - started) });
+    await writeAtomically(path, made.bytes);
+    progress()?.({ phase: "snapshot", done: 1, total: 1, message: "Pyodide start-up snapshot ready" });
+    log.info("made a Pyodide snapshot", { path, ms: Math.round(made.ms) });
     return path;
   }
 
@@ -221,6 +282,9 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
       );
     }
     const p = await prepare();
+    // Before every launch: a carried file changed since this process checked it is replaced, never run.
+    const embedded = carried();
+    if (embedded) await unpack(embedded);
     const memory = memoryBytes(start.limits.memory);
     const config: HostConfig = {
       mode: "serve",
@@ -256,6 +320,7 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
     // No host folder is ever readable from the Deno process: mounted files are copied in over the channel.
     mountMode: "copy",
     detect,
+    fingerprint,
     start,
     listManaged: (): Promise<ManagedSandbox[]> => Promise.resolve([]),
     remove: (): Promise<void> => Promise.resolve(),
@@ -301,42 +366,4 @@ function withSlash(dir: string): string {
 function defaultStateDir(): string {
   const xdg = process.env.XDG_STATE_HOME;
   return xdg ? join(xdg, "codemode") : join(process.env.HOME || homedir(), ".local", "state", "codemode");
-}
-
-interface Captured {
-  code: number;
-  stdout: string;
-  stderr: string;
-  bytes: Uint8Array;
-}
-
-/** Runs a command to completion with a time limit; never rejects. */
-function capture(
-  command: string,
-  args: string[],
-  timeoutMs: number,
-  env: Record<string, string> = denoEnv(command),
-  binary = false,
-): Promise<Captured> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: "/", env, stdio: ["ignore", "pipe", "pipe"] });
-    const out: Uint8Array[] = [];
-    let stderr = "";
-    child.stdout.on("data", (chunk: Uint8Array) => out.push(chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => stderr = (stderr + chunk).slice(-8192));
-    const timer = setTimeout(() => {
-      stderr += `\nTimed out after ${timeoutMs} ms`;
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    const finish = (code: number) => {
-      clearTimeout(timer);
-      const bytes = Buffer.concat(out);
-      resolve({ code, stdout: binary ? "" : bytes.toString("utf8"), stderr, bytes });
-    };
-    child.on("error", (error) => {
-      stderr += error.message;
-      finish(-1);
-    });
-    child.on("close", (code) => finish(code ?? -1));
-  });
 }

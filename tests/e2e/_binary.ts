@@ -4,7 +4,17 @@
  * @module
  */
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -186,4 +196,60 @@ export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Programs a standalone test must not find on PATH: every way the binary could lean on the machine. */
+export const FORBIDDEN = ["deno", "node", "nodejs", "bun", "podman", "docker", "nerdctl", "runc", "crun"];
+
+let coreutils: string | undefined;
+
+/**
+ * A directory holding only coreutils (symlinks to dpkg's list of them): the PATH of a machine with no
+ * Deno, Node, Bun or container engine.
+ */
+export function coreutilsPath(): string {
+  if (coreutils) return coreutils;
+  const dir = tempDir("codemode-coreutils-");
+  const listed = spawnSync("dpkg", ["-L", "coreutils"], { encoding: "utf8" }).stdout ?? "";
+  const names = listed.split("\n").filter((p) => /^\/(usr\/)?bin\/[^/]+$/.test(p));
+  if (names.length < 20) {
+    throw new Error(`dpkg -L coreutils listed ${names.length} programs; is this Debian?`);
+  }
+  for (const path of names) {
+    const link = join(dir, path.split("/").pop()!);
+    if (!existsSync(link)) symlinkSync(path, link);
+  }
+  const leaked = FORBIDDEN.filter((name) => existsSync(join(dir, name)));
+  if (leaked.length) throw new Error(`coreutils PATH holds ${leaked.join(", ")}`);
+  return coreutils = dir;
+}
+
+/** The node executable's absolute path (upstream servers are started by it, never found on PATH). */
+export const NODE = realpathSync(
+  spawnSync("sh", ["-c", "command -v node"], { encoding: "utf8" }).stdout.trim() || "/usr/bin/node",
+);
+
+/**
+ * A fresh HOME (state under ~/.local/state/codemode), PATH reduced to coreutils, runtime left to `auto`:
+ * what a user who downloaded the binary onto a bare machine has. `servers` go to ~/MCPs/e2e.json.
+ */
+export function standalone(
+  servers: Record<string, unknown> = {},
+  extra: Record<string, string> = {},
+): Sandbox {
+  const sandbox = environment(servers, extra);
+  for (const key of ["CODEMODE_STATE_DIR", "CODEMODE_RUNTIME", "CODEMODE_IMAGE"]) delete sandbox.env[key];
+  sandbox.env.PATH = coreutilsPath();
+  Object.assign(sandbox.env, extra);
+  return sandbox;
+}
+
+/** The default state directory of a standalone sandbox. */
+export function stateDirOf(sandbox: Sandbox): string {
+  return sandbox.env.CODEMODE_STATE_DIR ?? join(sandbox.home, ".local", "state", "codemode");
+}
+
+/** server-everything as an MCP config entry started by node's absolute path. */
+export function everythingByPath(): Record<string, unknown> {
+  return { everything: { command: NODE, args: [EVERYTHING, "stdio"] } };
 }

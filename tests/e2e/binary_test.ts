@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client";
@@ -389,61 +389,6 @@ Deno.test({
       assert.match(ran.stdout, /serve/);
     }
     assert.equal((await runBinary(["completions", "tcsh"], environment())).code, 2);
-  },
-});
-
-/** A PATH of one directory holding a deno (the one running this suite), or nothing: no node_modules. */
-function onlyDenoPath(sandbox: Sandbox, withDeno = true): string {
-  const bin = join(sandbox.home, "..", "bin");
-  mkdirSync(bin);
-  if (withDeno) symlinkSync(Deno.execPath(), join(bin, "deno"));
-  return bin;
-}
-
-Deno.test({
-  name: "the binary runs Python on Pyodide without node_modules, unpacking its embedded files on first use",
-  ignore,
-  async fn() {
-    const sandbox = environment({}, { CODEMODE_RUNTIME: "pyodide" });
-    sandbox.env.PATH = onlyDenoPath(sandbox);
-    const first = await runBinary(["run", "-"], sandbox, { input: "print(6*7)\n", timeoutMs: 300_000 });
-    assert.equal(first.code, 0, first.stderr);
-    assert.equal(first.stdout, "42\n");
-    // The files came from the binary: nothing else could have put them in this fresh state directory.
-    const cache = join(sandbox.env.CODEMODE_STATE_DIR, "pyodide");
-    const versions = readdirSync(cache);
-    assert.equal(versions.length, 1, `${versions}`);
-    for (const file of ["package.json", "pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip"]) {
-      assert.ok(existsSync(join(cache, versions[0], file)), `${file} was not unpacked`);
-    }
-    const again = await runBinary(["run", "-"], sandbox, { input: "print(6*7)\n" });
-    assert.equal(again.code, 0, again.stderr);
-    assert.equal(again.stdout, "42\n");
-    const doctor = await runBinary(["doctor", "--json"], sandbox);
-    const report = JSON.parse(doctor.stdout);
-    const pyodide = report.runtimes.find((r: { name: string }) => r.name === "pyodide");
-    assert.equal(pyodide?.status, "ok", JSON.stringify(pyodide));
-    assert.equal(pyodide.sandbox?.ok, true, JSON.stringify(pyodide));
-    assert.equal(report.runtime, "pyodide");
-    assert.equal(doctor.code, report.ok ? 0 : 1);
-    console.log(
-      `pyodide from the binary: first run ${first.ms.toFixed(0)} ms (unpack, snapshot, run), next run ` +
-        `${again.ms.toFixed(0)} ms, sandbox start in doctor ${pyodide.sandbox.startMs} ms`,
-    );
-  },
-});
-
-Deno.test({
-  name: "without a deno on PATH the binary's pyodide runtime refuses and says to install Deno",
-  ignore,
-  async fn() {
-    const sandbox = environment({}, { CODEMODE_RUNTIME: "pyodide" });
-    sandbox.env.PATH = onlyDenoPath(sandbox, false);
-    const ran = await runBinary(["run", "-"], sandbox, { input: "print(6*7)\n" });
-    assert.notEqual(ran.code, 0);
-    assert.equal(ran.stdout, "");
-    assert.match(ran.stderr, /Deno is not installed/);
-    assert.match(ran.stderr, /Install Deno 2/);
   },
 });
 

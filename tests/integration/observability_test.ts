@@ -26,7 +26,13 @@ let served: Served | undefined;
 const logs: LogLine[] = [];
 async function session(): Promise<Served> {
   if (served) return served;
-  served = await serve({ CODEMODE_RUNTIME: "podman", CODEMODE_TIMEOUT: "60", CODEMODE_LOG_LEVEL: "debug" });
+  // No prewarm: the first run starts the sandbox, so its start is logged under the run's request id.
+  served = await serve({
+    CODEMODE_RUNTIME: "podman",
+    CODEMODE_TIMEOUT: "60",
+    CODEMODE_LOG_LEVEL: "debug",
+    CODEMODE_PREWARM: "off",
+  });
   let partial = "";
   served.transport.stderr?.on("data", (chunk: Uint8Array) => {
     const lines = (partial + new TextDecoder().decode(chunk)).split("\n");

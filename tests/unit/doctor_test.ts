@@ -244,6 +244,34 @@ Deno.test("with auto, a broken runtime is only a warning when another one works"
   assert.equal(chosen.runtime, "docker");
   assert.equal(chosen.finding, undefined);
   assert.equal(runtimes[0].status, "warn");
+  assert.equal(
+    chosen.reason,
+    "auto takes the first that works of podman, docker: podman does not work (see below)",
+  );
+});
+
+Deno.test("doctor says why it would use a runtime: what auto skipped, or the setting that names it", () => {
+  const missing = (name: string): RuntimeCheck => ({ name, status: "info", installed: false, problems: [] });
+  const runtimes: RuntimeCheck[] = [
+    missing("podman"),
+    missing("docker"),
+    missing("nerdctl"),
+    { name: "pyodide", status: "ok", installed: true, problems: [] },
+  ];
+  const auto = chooseRuntime("auto", runtimes);
+  assert.equal(auto.runtime, "pyodide");
+  assert.equal(
+    auto.reason,
+    "auto takes the first that works of podman, docker, nerdctl, pyodide: podman is not installed; " +
+      "docker is not installed; nerdctl is not installed",
+  );
+  const named = chooseRuntime("pyodide", runtimes, "/home/me/.config/codemode/config.yaml");
+  assert.equal(
+    named.reason,
+    '/home/me/.config/codemode/config.yaml names it ("pyodide"); no other runtime is tried',
+  );
+  const first = chooseRuntime("auto", [{ name: "podman", status: "ok", installed: true, problems: [] }]);
+  assert.equal(first.reason, "auto takes the first that works of podman, and it is the first");
 });
 
 Deno.test("a named runtime that does not work is fatal and the working alternative is suggested", () => {

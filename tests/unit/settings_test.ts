@@ -107,3 +107,19 @@ Deno.test("a malformed skills mapping, or a mapping for another key, is refused 
     /Invalid maxRuns in "\/c.yaml": expected a value or a list of values, not a mapping/,
   );
 });
+
+Deno.test("CODEMODE_PREWARM takes stdio, on or off (and the usual booleans); stdio by default", () => {
+  assert.equal(loadSettings({ HOME: "/h" }).prewarm, "stdio");
+  for (
+    const [raw, value] of [["on", "on"], ["TRUE", "on"], ["1", "on"], ["off", "off"], ["0", "off"], [
+      "no",
+      "off",
+    ]]
+  ) {
+    assert.equal(loadSettings({ HOME: "/h", CODEMODE_PREWARM: raw }).prewarm, value, raw);
+  }
+  assert.throws(
+    () => loadSettings({ HOME: "/h", CODEMODE_PREWARM: "always" }),
+    /CODEMODE_PREWARM="always".*stdio, on, off/,
+  );
+});

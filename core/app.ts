@@ -21,6 +21,9 @@ import { capabilityText } from "./serve/capabilities.ts";
 import { type Policy, policyOf } from "./config/policy.ts";
 import { log } from "./observe/log.ts";
 import { StatsPublisher } from "./observe/stats_file.ts";
+import { stats } from "./observe/stats.ts";
+import { ActivityPublisher } from "./observe/activity_file.ts";
+import type { ServeState } from "./observe/serve_state.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -53,7 +56,12 @@ export class Codemode {
   readonly sessions: SessionManager;
   #options: CodemodeOptions;
   #runtime?: Promise<RuntimePlugin>;
+  #runtimeInUse?: string;
   #stats?: StatsPublisher;
+  #activity?: ActivityPublisher;
+  /** The MCP server of each client session, for the clients' names in the published state. */
+  #clients = new Map<string, McpServer>();
+  #serving: { transport: "stdio" | "http"; url?: string; startedAt: Date } | undefined;
 
   private constructor(options: CodemodeOptions, discovery: Discovery) {
     this.#options = options;
@@ -107,7 +115,10 @@ export class Codemode {
 
   /** The sandbox runtime, selected once (lazily: detection runs commands). */
   runtime(): Promise<RuntimePlugin> {
-    this.#runtime ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes());
+    this.#runtime ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes()).then((r) => {
+      this.#runtimeInUse = r.name;
+      return r;
+    });
     this.#runtime.catch(() => (this.#runtime = undefined));
     return this.#runtime;
   }
@@ -125,16 +136,14 @@ export class Codemode {
   }
 
   /**
-   * An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`.
-   * The server side of the MCP SDK loads here, on first use: `run`, `search` and `doctor` never serve.
+   * An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`
+   * and its activity for `codemode ui` (unless CODEMODE_ACTIVITY=0). The server side of the MCP SDK loads
+   * here, on first use: `run`, `search` and `doctor` never serve.
    */
   async mcpServer(sessionKey: string): Promise<McpServer> {
     const { createMcpServer } = await import("./serve/mcp_server.ts");
-    if (!this.#stats) {
-      this.#stats = new StatsPublisher(this.settings.stateDir);
-      this.#stats.start();
-    }
-    return createMcpServer({
+    this.serving({ transport: sessionKey === "stdio" ? "stdio" : "http" });
+    const server = createMcpServer({
       runner: this.sessions,
       output: this.#options.plugins.output(this.settings.output),
       defaultTimeout: this.settings.timeout,
@@ -144,6 +153,72 @@ export class Codemode {
       sessionKey,
       version: this.#options.version,
     });
+    this.#clients.set(sessionKey, server);
+    const closed = server.server.onclose;
+    server.server.onclose = () => {
+      if (this.#clients.get(sessionKey) === server) this.#clients.delete(sessionKey);
+      closed?.();
+    };
+    return server;
+  }
+
+  /** Starts publishing stats and activity as a serve of `transport` (at `url`, for HTTP); once per process. */
+  serving(info: { transport: "stdio" | "http"; url?: string }): void {
+    if (this.#serving) {
+      if (info.url) this.#serving.url = info.url;
+      return;
+    }
+    this.#serving = { ...info, startedAt: new Date() };
+    this.#stats = new StatsPublisher(this.settings.stateDir);
+    this.#stats.start();
+    if (!this.settings.activity) return;
+    this.#activity = new ActivityPublisher(this.settings.stateDir, {
+      state: () => this.serveState(),
+      maxBytes: this.settings.activityMax,
+    });
+    void this.#activity.start();
+  }
+
+  /** What this process publishes about itself for the dashboard. */
+  async serveState(): Promise<ServeState> {
+    const index = new Map(this.catalog.status().map((s) => [s.server, s.state]));
+    return {
+      pid: process.pid,
+      version: this.#options.version,
+      transport: this.#serving?.transport ?? "stdio",
+      ...(this.#serving?.url ? { url: this.#serving.url } : {}),
+      startedAt: (this.#serving?.startedAt ?? new Date()).toISOString(),
+      cwd: process.cwd(),
+      ...(this.#runtimeInUse ? { runtime: this.#runtimeInUse } : {}),
+      clients: [...this.#clients].flatMap(([session, server]) => {
+        const client = server.server.getClientVersion();
+        return client ? [{ session, name: client.name, version: client.version }] : [];
+      }),
+      sessions: this.sessions.list(),
+      servers: this.servers.map((spec) => {
+        const status = this.pool.status(spec.name);
+        return {
+          name: spec.name,
+          transport: status.transport ?? spec.transport,
+          state: status.state,
+          ...(status.error ? { error: status.error } : {}),
+          restarts: status.restarts,
+          ...(index.has(spec.name) ? { index: index.get(spec.name) } : {}),
+          tools: this.catalog.docs(spec.name).map((d) => ({
+            name: d.tool,
+            ...(d.description ? { description: d.description.slice(0, 300) } : {}),
+          })),
+        };
+      }),
+      policy: {
+        open: this.policy.open,
+        rules: { ...this.policy.rules },
+        sources: Object.fromEntries(
+          Object.entries(this.policy.sources).filter((e): e is [string, string] => Boolean(e[1])),
+        ),
+      },
+      metrics: await stats.metrics.codemodeJson(),
+    };
   }
 
   /** Starts the named servers; returns why each name that cannot be started can't (unknown, refused). */
@@ -170,6 +245,7 @@ export class Codemode {
       this.pool.close(),
       this.catalog.close?.(),
       this.#stats?.stop(),
+      this.#activity?.stop(),
     ]);
   }
 

@@ -225,6 +225,22 @@ const SPEC = {
     fallback: "32",
     doc: "Live sandbox sessions; a new one stops the least recently used idle one, or is refused",
   },
+  // Dashboard activity (issue 16).
+  activity: {
+    env: "CODEMODE_ACTIVITY",
+    aliases: [],
+    parse: bool,
+    fallback: "1",
+    doc:
+      "Publish each serve's runs and tool calls under the state dir (0600) for `codemode ui`; 0 turns it off",
+  },
+  activityMax: {
+    env: "CODEMODE_ACTIVITY_MAX",
+    aliases: [],
+    parse: bytes,
+    fallback: "4m",
+    doc: "Size at which a serve's activity log is rotated; it keeps the current and the previous file",
+  },
 } as const;
 
 type Spec = typeof SPEC;

@@ -10,7 +10,8 @@ import type { ServerSpec } from "../contracts/discovery.ts";
 import { pythonAlias } from "../python_alias.ts";
 import { Policy, type Verdict } from "../config/policy.ts";
 import { redact, secretsOf } from "../upstream/redact.ts";
-import { RpcError, type RpcHandler } from "./rpc.ts";
+import { type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
+import { recordToolCall, type ToolCallRecord } from "./tool_call_activity.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
 
@@ -67,20 +68,34 @@ export function sandboxApi(
   const toolDocs = async (name: string): Promise<ToolDoc[]> =>
     (await pool.listTools(name)).map((t) => toolDoc(name, t)).filter(allowed);
 
-  const methods: Record<string, (params: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>> =
+  const methods: Record<string, (params: Record<string, unknown>, context: RpcContext) => Promise<unknown>> =
     {
-      async call_tool(params, signal) {
-        const name = server(params);
-        const tool = await resolveTool(pool, policy, name, String(params.tool ?? ""));
+      async call_tool(params, { signal, requestId }) {
         const args = params.arguments ?? {};
-        if (typeof args !== "object" || Array.isArray(args)) {
-          throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
+        const call: ToolCallRecord = {
+          run: requestId,
+          server: String(params.server ?? ""),
+          tool: String(params.tool ?? ""),
+          args,
+          started: performance.now(),
+        };
+        try {
+          const name = call.server = server(params);
+          call.spec = pool.spec(name);
+          const tool = call.tool = await resolveTool(pool, policy, name, call.tool);
+          if (typeof args !== "object" || Array.isArray(args)) {
+            throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
+          }
+          const made = callsMade.get(signal) ?? 0;
+          enforce(policy.allowsCall(made));
+          callsMade.set(signal, made + 1);
+          const result = await pool.callTool(name, tool, args as Record<string, unknown>, { signal });
+          recordToolCall(call, { result });
+          return params.raw ? codec.raw(result) : codec.unwrap(result);
+        } catch (error) {
+          recordToolCall(call, { error });
+          throw error;
         }
-        const made = callsMade.get(signal) ?? 0;
-        enforce(policy.allowsCall(made));
-        callsMade.set(signal, made + 1);
-        const result = await pool.callTool(name, tool, args as Record<string, unknown>, { signal });
-        return params.raw ? codec.raw(result) : codec.unwrap(result);
       },
       list_servers() {
         return Promise.resolve(allowedServers().map((name) => publicServer(name, pool.spec(name))));
@@ -124,7 +139,7 @@ export function sandboxApi(
   return async (method, params, context) => {
     const serve = Object.hasOwn(methods, method) ? methods[method] : undefined;
     if (!serve) throw new RpcError("NotImplementedError", `Unknown host method "${method}"`);
-    return await serve(params, context.signal);
+    return await serve(params, context);
   };
 }
 

@@ -14,6 +14,7 @@ import { RunSlots } from "./run_slots.ts";
 import { log } from "../observe/log.ts";
 import { processAlive } from "../process_alive.ts";
 import { stats } from "../observe/stats.ts";
+import type { SessionInfo } from "../observe/serve_state.ts";
 
 export type { OutputListener, RunOptions } from "./session.ts";
 
@@ -62,6 +63,10 @@ export interface SessionManagerOptions {
 
 interface Entry {
   session: Promise<SandboxSession>;
+  /** The session once it started. */
+  ready?: SandboxSession;
+  lastUsedAt: Date;
+  runs: number;
   idle?: ReturnType<typeof setTimeout>;
   busy: number;
   /** When a run last started or ended here (a counter, for least-recently-used eviction). */
@@ -107,7 +112,9 @@ export class SessionManager {
     const entry = this.#entry(key);
     if (!entry) return notRun("error", this.#fullMessage());
     entry.busy++;
+    entry.runs++;
     entry.used = ++this.#uses;
+    entry.lastUsedAt = new Date();
     if (entry.idle) clearTimeout(entry.idle);
     try {
       const session = await entry.session;
@@ -120,8 +127,27 @@ export class SessionManager {
     } finally {
       entry.busy--;
       entry.used = ++this.#uses;
+      entry.lastUsedAt = new Date();
       if (entry.busy === 0 && this.#entries.get(key) === entry) this.#armIdle(key, entry);
     }
+  }
+
+  /** The live sessions and their sandboxes. */
+  list(): SessionInfo[] {
+    return [...this.#entries].map(([key, entry]) => ({
+      key,
+      state: !entry.ready ? "starting" : entry.busy ? "running" : "idle",
+      ...(entry.ready
+        ? {
+          sandbox: entry.ready.name,
+          runtime: entry.ready.runtime,
+          python: entry.ready.python,
+          startedAt: entry.ready.startedAt?.toISOString(),
+        }
+        : {}),
+      lastUsedAt: entry.lastUsedAt.toISOString(),
+      runs: entry.runs,
+    }));
   }
 
   /** Starts the session for `key` ahead of its first run (e.g. to hide start-up latency). */
@@ -205,8 +231,14 @@ export class SessionManager {
     let entry = this.#entries.get(key);
     if (!entry) {
       if (!this.#roomForOneMore()) return undefined;
-      const created: Entry = { session: this.#start(key), busy: 0, used: ++this.#uses };
-      created.session.catch(() => this.#drop(key, created));
+      const created: Entry = {
+        session: this.#start(key),
+        busy: 0,
+        used: ++this.#uses,
+        lastUsedAt: new Date(),
+        runs: 0,
+      };
+      created.session.then((s) => (created.ready = s), () => this.#drop(key, created));
       this.#entries.set(key, created);
       entry = created;
     }

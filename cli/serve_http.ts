@@ -6,7 +6,8 @@
  */
 import { startServeApp } from "./_serve_app.ts";
 import { McpHttpServer } from "../core/serve/http_server.ts";
-import { isLoopbackHost } from "../core/serve/http_guard.ts";
+import { allowedHostsFor, isLoopbackHost } from "../core/serve/http_guard.ts";
+import { dashboardRoutes } from "./serve_dashboard.ts";
 import { log } from "../core/observe/log.ts";
 
 /** Default port of `serve --http`. */
@@ -40,6 +41,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
     );
   }
   const app = await startServeApp();
+  const dashboard = dashboardRoutes(app);
   let http: McpHttpServer;
   try {
     http = await McpHttpServer.start({
@@ -49,13 +51,17 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
       idleTimeout: app.settings.idleTimeout,
       open: (id) => app.mcpServer(id),
       close: (id) => app.sessions.close(id),
+      routes: dashboard.routes,
     });
   } catch (error) {
     await app.close();
     process.stderr.write(`codemode: ${(error as Error).message}\n`);
     return 1;
   }
+  dashboard.attach({ port: http.port, token, allowedHosts: allowedHostsFor(host) });
+  app.serving({ transport: "http", url: http.url });
   process.stderr.write(`codemode: serving MCP over HTTP at ${http.url}${token ? " (token required)" : ""}\n`);
+  process.stderr.write(`codemode: dashboard at ${http.url.replace(/\/mcp$/, "/")}\n`);
   log.info("serving over HTTP", { url: http.url, token: Boolean(token) });
 
   const why = await new Promise<string>((resolve) => {
@@ -63,6 +69,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
     process.once("SIGTERM", () => resolve("SIGTERM"));
   });
   log.info("shutting down", { why, sessions: http.sessions });
+  dashboard.close();
   await Promise.race([
     Promise.allSettled([http.close(), app.close()]),
     new Promise((r) => setTimeout(r, 10_000)),

@@ -123,6 +123,11 @@ export class Codemode {
     return this.#runtime;
   }
 
+  /** The name of the sandbox runtime once one was selected. */
+  get runtimeInUse(): string | undefined {
+    return this.#runtimeInUse;
+  }
+
   /** What the sandbox is told at start-up. */
   bootstrapConfig(): BootstrapConfig {
     return {

@@ -37,6 +37,8 @@ export interface HttpServerOptions {
   open(sessionId: string): McpServer | Promise<McpServer>;
   /** Frees what a session held (its sandbox) once it has ended. */
   close(sessionId: string): Promise<void>;
+  /** Answers requests for every other path than MCP's (the dashboard); without it they get 404. */
+  routes?(req: IncomingMessage, res: ServerResponse): Promise<void>;
 }
 
 interface Session {
@@ -109,7 +111,10 @@ export class McpHttpServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://localhost");
-    if (url.pathname !== MCP_PATH) return sendError(res, 404, `Not found: MCP is served at ${MCP_PATH}`);
+    if (url.pathname !== MCP_PATH) {
+      if (this.#options.routes) return await this.#options.routes(req, res);
+      return sendError(res, 404, `Not found: MCP is served at ${MCP_PATH}`);
+    }
     const refusal = guardRequest(
       { host: req.headers.host, origin: req.headers.origin, authorization: req.headers.authorization },
       { allowedHosts: this.#allowedHosts, token: this.#options.token },

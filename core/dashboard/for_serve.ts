@@ -1,0 +1,39 @@
+/**
+ * The dashboard of `serve --http`, at `/` beside `/mcp`: the same page as `codemode ui`, showing this
+ * process alone (read from the activity it publishes, like any serve's), with its own `/healthz` and its
+ * `/metrics` (codemode's metrics and prom-client's default process metrics).
+ * @module
+ */
+import type { SearchHit } from "../catalog/index.ts";
+import { stats } from "../observe/stats.ts";
+import { DashboardAuth } from "./auth.ts";
+import { LiveServes } from "./live_serves.ts";
+import { Dashboard, type HealthBody } from "./server.ts";
+
+/** What the serve's dashboard needs from the running codemode. */
+export interface ServeDashboardOptions {
+  stateDir: string;
+  version: string;
+  /** The bearer token of serve --http, if set. */
+  token?: string;
+  /** The port listened on (it names the session cookie). */
+  port: number;
+  allowedHosts?: readonly string[];
+  health(): HealthBody;
+  search(query: string, limit: number): SearchHit[] | Promise<SearchHit[]>;
+}
+
+/** The dashboard of this serve --http process. */
+export function serveDashboard(options: ServeDashboardOptions): Dashboard {
+  stats.metrics.enableProcessMetrics();
+  return new Dashboard({
+    mode: "serve",
+    version: options.version,
+    auth: new DashboardAuth({ token: options.token, cookieName: `codemode_serve_${options.port}` }),
+    allowedHosts: options.allowedHosts,
+    serves: new LiveServes(options.stateDir, { only: (pid) => pid === process.pid }),
+    health: options.health,
+    metrics: () => stats.metrics.text(),
+    search: options.search,
+  });
+}

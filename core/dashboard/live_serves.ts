@@ -101,6 +101,7 @@ export class LiveServes {
 
   /** Leaves `message` for serve `pid`; false when no such serve is shown. */
   async send(pid: number, message: InboxMessage): Promise<boolean> {
+    if (!this.#known.has(pid)) await this.refresh();
     if (!this.#known.has(pid)) return false;
     await sendToInbox(this.stateDir, pid, message);
     return true;

@@ -22,6 +22,10 @@ import {
 } from "../../core/observe/activity_file.ts";
 import { redactArguments, REDACTED } from "../../core/upstream/redact.ts";
 import { setLogSink } from "../../core/observe/log.ts";
+import { LiveServes } from "../../core/dashboard/live_serves.ts";
+
+/** A pid no process can have (above Linux's largest pid_max). */
+const DEAD_PID = 4_194_304 + 12_345;
 
 const stateDir = () => mkdtempSync(join(tmpdir(), "codemode-activity-"));
 const mode = (path: string) => statSync(path).mode & 0o777;
@@ -158,4 +162,57 @@ Deno.test("sendToInbox() refuses an inbox folder others can write to, and a serv
   );
   await publisher.stop();
   await assert.rejects(sendToInbox(dir, process.pid, { kind: "approval" }), /ENOENT|No such file/);
+});
+
+Deno.test("LiveServes follows a serve's log across rotations, each event once and in order", async () => {
+  const dir = stateDir();
+  const activity = new Activity();
+  const publisher = new ActivityPublisher(dir, {
+    activity,
+    state: () => ({ pid: process.pid }),
+    maxBytes: 1500,
+    flushMs: 5,
+    stateMs: 60_000,
+  });
+  await publisher.start();
+  const live = new LiveServes(dir);
+  const seen: number[] = [];
+  const off = live.subscribe((u) => u.type === "events" && seen.push(...u.events.map((e) => e.seq)));
+  live.close(); // polled by hand below
+  let n = 0;
+  for (let round = 0; round < 12; round++) {
+    for (let i = 0; i < 4; i++) {
+      activity.record({ kind: "run.start", run: `r${n++}`, session: "s", code: "é".repeat(90), timeout: 1 });
+    }
+    await publisher.flush();
+    await live.refresh();
+  }
+  off();
+  assert.deepEqual(seen, Array.from({ length: n }, (_, i) => i + 1));
+  assert.equal(live.serves()[0].events.length, n);
+  await publisher.stop();
+  await live.refresh();
+  assert.deepEqual(live.serves(), [], "a stopped serve is gone");
+});
+
+Deno.test("LiveServes skips state files that are not private and removes the files of dead serves", async () => {
+  const dir = stateDir();
+  const publisher = new ActivityPublisher(dir, {
+    activity: new Activity(),
+    state: () => ({ pid: process.pid }),
+  });
+  await publisher.start();
+  const dead = activityFiles(dir, DEAD_PID);
+  writeFileSync(dead.state, "{}", { mode: 0o600 });
+  writeFileSync(dead.events, "", { mode: 0o600 });
+  const live = new LiveServes(dir);
+  await live.refresh();
+  assert.deepEqual(live.serves().map((s) => s.pid), [process.pid]);
+  assert.equal(existsSync(dead.state), false);
+  assert.equal(existsSync(dead.events), false);
+  chmodSync(publisher.files.state, 0o644);
+  const fresh = new LiveServes(dir);
+  await fresh.refresh();
+  assert.deepEqual(fresh.serves(), [], "a state file others can read is not trusted");
+  await publisher.stop();
 });

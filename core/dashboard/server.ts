@@ -90,6 +90,9 @@ export class Dashboard {
     const path = url.pathname;
     const method = req.method ?? "GET";
     const post = /^\/api\/serves\/(\d+)\/approvals\/([A-Za-z0-9_.:-]{1,128})$/.exec(path);
+    const known = path === "/" || path === "/healthz" || path === "/metrics" || path.startsWith("/assets/") ||
+      path.startsWith("/api/");
+    if (!known) return this.#notFound(res, path);
     if (post) {
       if (method !== "POST") return notAllowed(res, "POST");
     } else if (method !== "GET" && method !== "HEAD") {
@@ -99,9 +102,6 @@ export class Dashboard {
     if (path === "/" && (url.searchParams.has("login") || url.searchParams.has("token"))) {
       return this.#login(res, url);
     }
-    const known = path === "/" || path === "/metrics" || path.startsWith("/assets/") ||
-      path.startsWith("/api/");
-    if (!known) return json(res, 404, { error: `Not found: "${path}"` });
     if (
       !this.#options.auth.allows({ cookie: req.headers.cookie, authorization: req.headers.authorization })
     ) {
@@ -111,13 +111,18 @@ export class Dashboard {
     if (path === "/metrics") return this.#metrics(res);
     if (path.startsWith("/assets/")) {
       const asset = dashboardAssets().files.get(path.slice("/assets/".length));
-      return asset ? sendAsset(req, res, asset) : json(res, 404, { error: `Not found: "${path}"` });
+      return asset ? sendAsset(req, res, asset) : this.#notFound(res, path);
     }
     if (path === "/api/state") return json(res, 200, await this.#snapshot());
     if (path === "/api/events") return this.#stream(req, res);
     if (path === "/api/search") return this.#search(res, url);
     if (post) return this.#answer(req, res, Number(post[1]), post[2]);
-    return json(res, 404, { error: `Not found: "${path}"` });
+    return this.#notFound(res, path);
+  }
+
+  #notFound(res: ServerResponse, path: string): void {
+    const where = this.#options.mode === "serve" ? "; MCP is served at /mcp, the dashboard at /" : "";
+    json(res, 404, { error: `Not found: "${path}"${where}` });
   }
 
   #login(res: ServerResponse, url: URL): void {
@@ -289,7 +294,7 @@ function page(res: ServerResponse, status: number, title: string, text: string):
     ...SECURITY_HEADERS,
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
-    "content-security-policy": "default-src 'none'",
+    "content-security-policy": "default-src 'none'; img-src data:",
   });
   res.end(
     `<!doctype html><html lang="en"><meta charset="utf-8"><link rel="icon" href="data:,">` +

@@ -7,7 +7,7 @@
 import { startServeApp } from "./_serve_app.ts";
 import { McpHttpServer } from "../core/serve/http_server.ts";
 import { allowedHostsFor, isLoopbackHost } from "../core/serve/http_guard.ts";
-import { dashboardRoutes } from "./serve_dashboard.ts";
+import { dashboardFor } from "./serve_dashboard.ts";
 import { log } from "../core/observe/log.ts";
 
 /** Default port of `serve --http`. */
@@ -41,7 +41,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
     );
   }
   const app = await startServeApp();
-  const dashboard = dashboardRoutes(app);
+  const dashboard = dashboardFor(app, { token, allowedHosts: allowedHostsFor(host) });
   let http: McpHttpServer;
   try {
     http = await McpHttpServer.start({
@@ -51,14 +51,13 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
       idleTimeout: app.settings.idleTimeout,
       open: (id) => app.mcpServer(id),
       close: (id) => app.sessions.close(id),
-      routes: dashboard.routes,
+      routes: (req, res) => dashboard.handle(req, res),
     });
   } catch (error) {
     await app.close();
     process.stderr.write(`codemode: ${(error as Error).message}\n`);
     return 1;
   }
-  dashboard.attach({ port: http.port, token, allowedHosts: allowedHostsFor(host) });
   app.serving({ transport: "http", url: http.url });
   process.stderr.write(`codemode: serving MCP over HTTP at ${http.url}${token ? " (token required)" : ""}\n`);
   process.stderr.write(`codemode: dashboard at ${http.url.replace(/\/mcp$/, "/")}\n`);

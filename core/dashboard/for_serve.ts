@@ -4,6 +4,7 @@
  * `/metrics` (codemode's metrics and prom-client's default process metrics).
  * @module
  */
+import { randomBytes } from "node:crypto";
 import type { SearchHit } from "../catalog/index.ts";
 import { stats } from "../observe/stats.ts";
 import { DashboardAuth } from "./auth.ts";
@@ -16,8 +17,6 @@ export interface ServeDashboardOptions {
   version: string;
   /** The bearer token of serve --http, if set. */
   token?: string;
-  /** The port listened on (it names the session cookie). */
-  port: number;
   allowedHosts?: readonly string[];
   health(): HealthBody;
   search(query: string, limit: number): SearchHit[] | Promise<SearchHit[]>;
@@ -29,7 +28,11 @@ export function serveDashboard(options: ServeDashboardOptions): Dashboard {
   return new Dashboard({
     mode: "serve",
     version: options.version,
-    auth: new DashboardAuth({ token: options.token, cookieName: `codemode_serve_${options.port}` }),
+    // Cookies are shared by every port of a host: a name of its own, so two dashboards never clash.
+    auth: new DashboardAuth({
+      token: options.token,
+      cookieName: `codemode_serve_${randomBytes(6).toString("hex")}`,
+    }),
     allowedHosts: options.allowedHosts,
     serves: new LiveServes(options.stateDir, { only: (pid) => pid === process.pid }),
     health: options.health,

@@ -2,7 +2,7 @@
  * `deno task bench`: measures codemode against baselines taken in the same run and prints one table per
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
- *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup] [--json]
+ *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|dashboard] [--json]
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -16,6 +16,7 @@ import { benchBinary } from "./bench_binary.ts";
 import { benchPyodide } from "./bench_pyodide.ts";
 import { benchLoad } from "./bench_load.ts";
 import { benchStartup } from "./bench_startup.ts";
+import { benchDashboard } from "./bench_dashboard.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -26,6 +27,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   pyodide: benchPyodide,
   load: benchLoad,
   startup: benchStartup,
+  dashboard: benchDashboard,
 };
 
 function parseArgs(argv: string[]): { only?: string; json: boolean } {

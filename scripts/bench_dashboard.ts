@@ -125,7 +125,6 @@ export async function benchDashboard(): Promise<SectionResult> {
     const served = await startHttpServe(home, { CODEMODE_HTTP_TOKEN: TOKEN });
     serves.push(served);
     const root = served.url.replace(/mcp$/, "");
-    const auth = { authorization: `Bearer ${TOKEN}` };
 
     // The page's weight: the page and every file it loads, as the server sends them.
     const weightPage = await browser.newPage();

@@ -28,5 +28,6 @@ export function dashboardFor(
       serversUp: app.servers.filter((s) => app.pool.status(s.name).state === "ready").length,
     }),
     search: policySearch(app.catalog, app.policy),
+    publishing: app.settings.activity,
   });
 }

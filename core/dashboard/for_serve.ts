@@ -20,6 +20,8 @@ export interface ServeDashboardOptions {
   allowedHosts?: readonly string[];
   health(): HealthBody;
   search(query: string, limit: number): SearchHit[] | Promise<SearchHit[]>;
+  /** Whether this serve publishes its activity (CODEMODE_ACTIVITY); the page has nothing to show if not. */
+  publishing: boolean;
 }
 
 /** The dashboard of this serve --http process. */
@@ -38,5 +40,10 @@ export function serveDashboard(options: ServeDashboardOptions): Dashboard {
     health: options.health,
     metrics: () => stats.metrics.text(),
     search: options.search,
+    ...(options.publishing ? {} : {
+      notice:
+        "This serve does not publish its activity (CODEMODE_ACTIVITY=0), so there is nothing to show; " +
+        "/healthz and /metrics still work.",
+    }),
   });
 }

@@ -42,6 +42,8 @@ export interface DashboardOptions {
   /** The Prometheus text of `/metrics`. */
   metrics(): Promise<string>;
   search(query: string, limit: number): SearchHit[] | Promise<SearchHit[]>;
+  /** A sentence the page shows above everything (why it may look empty, say). */
+  notice?: string;
 }
 
 /** Events a page gets at once on connecting, per serve; older ones are in `/api/state`. */
@@ -161,6 +163,7 @@ export class Dashboard {
     return {
       version: this.#options.version,
       mode: this.#options.mode,
+      ...(this.#options.notice ? { notice: this.#options.notice } : {}),
       serves: this.#options.serves.serves().map((s) => ({
         pid: s.pid,
         state: s.state,

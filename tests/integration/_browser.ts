@@ -41,20 +41,20 @@ export interface UiProcess {
   stop(): Promise<void>;
 }
 
-/** Starts `codemode ui --no-open --port 0` in `home` (its state dir under it); resolves once it printed its URLs. */
-export function startUi(home: string, env: Record<string, string> = {}, binary?: string): Promise<UiProcess> {
+/**
+ * Starts `codemode ui --port 0` (with `--no-open` unless `open`) in `home`, its state dir under it, from
+ * source or as `binary`; resolves once it printed its URLs.
+ */
+export function startUi(
+  home: string,
+  env: Record<string, string> = {},
+  binary?: string,
+  options: { open?: boolean } = {},
+): Promise<UiProcess> {
+  const ui = ["ui", "--port", "0", ...(options.open ? [] : ["--no-open"])];
   const [command, args] = binary
-    ? [binary, ["ui", "--no-open", "--port", "0"]]
-    : [join(ROOT, "node_modules/.bin/deno"), [
-      "run",
-      "-A",
-      "--quiet",
-      join(ROOT, "cli.ts"),
-      "ui",
-      "--no-open",
-      "--port",
-      "0",
-    ]];
+    ? [binary, ui]
+    : [join(ROOT, "node_modules/.bin/deno"), ["run", "-A", "--quiet", join(ROOT, "cli.ts"), ...ui]];
   const child = spawn(command, args, {
     cwd: home,
     env: {

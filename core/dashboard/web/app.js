@@ -9,7 +9,7 @@ import { PolicyPanel, SearchPanel, ServersPanel, SessionsPanel, Summary } from "
 
 /** Serves by pid: { pid, state, activity }. */
 const serves = new Map();
-const info = { version: "", mode: "" };
+const info = { version: "", mode: "", notice: "" };
 let redraw = () => {};
 let pending = false;
 
@@ -35,7 +35,7 @@ function connect(setLink) {
   const source = new EventSource("/api/events");
   source.addEventListener("snapshot", (message) => {
     const data = JSON.parse(message.data);
-    Object.assign(info, { version: data.version, mode: data.mode });
+    Object.assign(info, { version: data.version, mode: data.mode, notice: data.notice ?? "" });
     const seen = new Set();
     for (const s of data.serves) {
       seen.add(s.pid);
@@ -105,7 +105,8 @@ function App() {
       </label>
     </nav>
     <main>
-      ${!all.length && link === "live"
+      ${info.notice ? html`<p class="notice">${info.notice}</p>` : null}
+      ${!all.length && link === "live" && !info.notice
         ? html`
           <p
             class="empty">No codemode serve is running. Start one (codemode serve, or let your MCP client start it); it appears here at once.</p>

@@ -125,7 +125,7 @@ export function ServersPanel({ serves }) {
                     <td>${x.restarts}</td>
                     <td>${x.tools.length}${x.index
                       ? html`
-                        <span class="muted">(${x.index})</span>
+                        <span class="muted aside">(${x.index})</span>
                       `
                       : null}</td>
                   </tr>

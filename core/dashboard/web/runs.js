@@ -86,7 +86,7 @@ export function RunsView({ serves, open, setOpen }) {
                   <td class="mono">${(run.start?.session ?? run.end?.session ?? "").slice(0, 8)}</td>
                   <td>${run.calls.length}${failed
                     ? html`
-                      <span class="bad">(${failed} failed)</span>
+                      <span class="bad aside">(${failed} failed)</span>
                     `
                     : null}</td>
                   <td class="mono code-line">${firstLine(run.start?.code)}</td>

@@ -188,17 +188,24 @@ export class Dashboard {
       res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
     this.#streams.add(res);
-    send("snapshot", await this.#snapshot(SNAPSHOT_EVENTS));
-    const off = this.#options.serves.subscribe(({ type, ...data }: LiveUpdate) => send(type, data));
-    const heartbeat = setInterval(() => !res.writableEnded && res.write(": ping\n\n"), HEARTBEAT_MS);
-    (heartbeat as { unref?: () => void }).unref?.();
+    let off = () => {};
+    let heartbeat: ReturnType<typeof setInterval> | undefined;
+    let closed = false;
     const done = () => {
+      closed = true;
       off();
       clearInterval(heartbeat);
       this.#streams.delete(res);
     };
+    // Listen for the page going away first: it may leave while the snapshot is read.
     req.once("close", done);
     res.once("close", done);
+    const snapshot = await this.#snapshot(SNAPSHOT_EVENTS);
+    if (closed) return;
+    send("snapshot", snapshot);
+    off = this.#options.serves.subscribe(({ type, ...data }: LiveUpdate) => send(type, data));
+    heartbeat = setInterval(() => !res.writableEnded && res.write(": ping\n\n"), HEARTBEAT_MS);
+    (heartbeat as { unref?: () => void }).unref?.();
   }
 
   async #search(res: ServerResponse, url: URL): Promise<void> {

@@ -26,7 +26,7 @@ export interface ServeDashboardOptions {
 
 /** The dashboard of this serve --http process. */
 export function serveDashboard(options: ServeDashboardOptions): Dashboard {
-  stats.metrics.enableProcessMetrics();
+  void stats.metrics.enableProcessMetrics();
   return new Dashboard({
     mode: "serve",
     version: options.version,

@@ -189,8 +189,9 @@ export class Dashboard {
     };
     this.#streams.add(res);
     let off = () => {};
-    let heartbeat: ReturnType<typeof setInterval> | undefined;
     let closed = false;
+    const heartbeat = setInterval(() => !res.writableEnded && res.write(": ping\n\n"), HEARTBEAT_MS);
+    (heartbeat as { unref?: () => void }).unref?.();
     const done = () => {
       closed = true;
       off();
@@ -204,8 +205,6 @@ export class Dashboard {
     if (closed) return;
     send("snapshot", snapshot);
     off = this.#options.serves.subscribe(({ type, ...data }: LiveUpdate) => send(type, data));
-    heartbeat = setInterval(() => !res.writableEnded && res.write(": ping\n\n"), HEARTBEAT_MS);
-    (heartbeat as { unref?: () => void }).unref?.();
   }
 
   async #search(res: ServerResponse, url: URL): Promise<void> {

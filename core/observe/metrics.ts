@@ -5,15 +5,25 @@
  * same counters, so each count is kept once.
  * @module
  */
-import {
-  collectDefaultMetrics,
-  Counter,
-  Gauge,
-  Histogram,
-  type MetricObjectWithValues,
-  type MetricValue,
-  Registry,
-} from "prom-client";
+import type * as Prom from "prom-client";
+// The metric classes by their own files: the package's index also loads the default process metrics,
+// the push gateway and the cluster aggregator (OpenTelemetry, http, zlib, cluster), which cost every
+// command that records a figure several times the start-up of these four. The lib/ files have no type
+// declarations of their own; they are the classes the index declares, so they take its types.
+import CounterClass from "prom-client/lib/counter.js";
+import GaugeClass from "prom-client/lib/gauge.js";
+import HistogramClass from "prom-client/lib/histogram.js";
+import RegistryClass from "prom-client/lib/registry.js";
+
+const Counter = CounterClass as unknown as typeof Prom.Counter;
+const Gauge = GaugeClass as unknown as typeof Prom.Gauge;
+const Histogram = HistogramClass as unknown as typeof Prom.Histogram;
+const Registry = RegistryClass as unknown as typeof Prom.Registry;
+type Counter<T extends string = string> = Prom.Counter<T>;
+type Gauge<T extends string = string> = Prom.Gauge<T>;
+type Histogram<T extends string = string> = Prom.Histogram<T>;
+type MetricObjectWithValues<T extends Prom.MetricValue<string>> = Prom.MetricObjectWithValues<T>;
+type MetricValue<T extends string> = Prom.MetricValue<T>;
 
 /** Bucket bounds (seconds) of run durations: a warm run takes milliseconds, the longest timeout minutes. */
 const RUN_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -26,7 +36,7 @@ export const METRIC_PREFIX = "codemode_";
 /** The metrics of one process, in their own registry. */
 export class CodemodeMetrics {
   /** Every metric below; `enableProcessMetrics()` adds prom-client's default ones. */
-  readonly registry = new Registry();
+  readonly registry: Prom.Registry = new Registry();
   readonly runs: Counter<"outcome">;
   readonly runDuration: Histogram;
   readonly toolCalls: Counter<"server" | "tool" | "outcome">;
@@ -42,7 +52,7 @@ export class CodemodeMetrics {
   readonly hostCalls: Counter<"method" | "outcome">;
   readonly hostCallDuration: Histogram<"method">;
   readonly malformedFrames: Counter;
-  #processMetrics = false;
+  #processMetrics?: Promise<void>;
 
   constructor() {
     const registers = [this.registry];
@@ -134,14 +144,16 @@ export class CodemodeMetrics {
   }
 
   /** Adds prom-client's default process metrics (CPU, memory, handles, event loop) to the registry, once. */
-  enableProcessMetrics(): void {
-    if (this.#processMetrics) return;
-    this.#processMetrics = true;
-    collectDefaultMetrics({ register: this.registry });
+  enableProcessMetrics(): Promise<void> {
+    this.#processMetrics ??= import("prom-client").then(({ collectDefaultMetrics }) =>
+      collectDefaultMetrics({ register: this.registry })
+    );
+    return this.#processMetrics;
   }
 
   /** The Prometheus text exposition of every metric in the registry. */
   async text(): Promise<string> {
+    await this.#processMetrics;
     return await this.registry.metrics();
   }
 

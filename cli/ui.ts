@@ -54,6 +54,12 @@ export async function ui(options: UiCommandOptions): Promise<number> {
     process.stderr.write(`codemode: ${(error as Error).message}\n`);
     return 1;
   }
+  // Listen for the signals before anything else can take time: one arriving earlier would end the
+  // process without removing the redirect file.
+  const stopped = new Promise<void>((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
   process.stderr.write(
     `codemode: dashboard at ${server.url}\n` +
       `codemode: sign in by opening ${server.loginUrl}\n` +
@@ -61,10 +67,7 @@ export async function ui(options: UiCommandOptions): Promise<number> {
   );
   const redirect = join(config.settings.stateDir, "ui", `open-${process.pid}.html`);
   if (options.open !== false) await openBrowser(server.loginUrl, redirect);
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", () => resolve());
-    process.once("SIGTERM", () => resolve());
-  });
+  await stopped;
   await Promise.allSettled([server.close(), catalog.close(), config.close(), rm(redirect, { force: true })]);
   setTimeout(() => process.exit(0), 50).unref?.();
   return 0;

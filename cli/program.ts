@@ -86,6 +86,16 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
     .option("--json", "print JSON for scripts")
     .action(async (opts) => setExit(await (await import("./stats.ts")).stats(opts)));
 
+  program.command("ui")
+    .description(
+      "Open the live dashboard of every codemode serve on this machine (runs, tool calls, sessions, servers, " +
+        "search, policy) on 127.0.0.1; prints a one-time login URL on stderr",
+    )
+    .option("--port <n>", "port; 0 picks a free one (default 8766)")
+    .option("--no-open", "do not open a browser; just print the login URL")
+    .option("--token <token>", "also accept Authorization: Bearer <token> (default: env CODEMODE_HTTP_TOKEN)")
+    .action(async (opts) => setExit(await (await import("./ui.ts")).ui(opts)));
+
   program.command("doctor")
     .description("Check runtimes, the sandbox image, config files and servers; print one fix per problem")
     .option("--json", "print JSON for scripts")

@@ -6,7 +6,8 @@
  */
 import { startServeApp } from "./_serve_app.ts";
 import { McpHttpServer } from "../core/serve/http_server.ts";
-import { isLoopbackHost } from "../core/serve/http_guard.ts";
+import { allowedHostsFor, isLoopbackHost } from "../core/serve/http_guard.ts";
+import { dashboardFor } from "./serve_dashboard.ts";
 import { log } from "../core/observe/log.ts";
 
 /** Default port of `serve --http`. */
@@ -40,6 +41,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
     );
   }
   const app = await startServeApp();
+  const dashboard = dashboardFor(app, { token, allowedHosts: allowedHostsFor(host) });
   let http: McpHttpServer;
   try {
     http = await McpHttpServer.start({
@@ -50,13 +52,16 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
       open: (id) => app.mcpServer(id, "http"),
       close: (id) => app.closeSession(id),
       artifacts: (id) => app.findArtifactStore(id),
+      routes: (req, res) => dashboard.handle(req, res),
     });
   } catch (error) {
     await app.close();
     process.stderr.write(`codemode: ${(error as Error).message}\n`);
     return 1;
   }
+  app.serving({ transport: "http", url: http.url });
   process.stderr.write(`codemode: serving MCP over HTTP at ${http.url}${token ? " (token required)" : ""}\n`);
+  process.stderr.write(`codemode: dashboard at ${http.url.replace(/\/mcp$/, "/")}\n`);
   log.info("serving over HTTP", { url: http.url, token: Boolean(token) });
 
   const why = await new Promise<string>((resolve) => {
@@ -64,6 +69,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
     process.once("SIGTERM", () => resolve("SIGTERM"));
   });
   log.info("shutting down", { why, sessions: http.sessions });
+  dashboard.close();
   await Promise.race([
     Promise.allSettled([http.close(), app.close()]),
     new Promise((r) => setTimeout(r, 10_000)),

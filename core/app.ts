@@ -30,6 +30,9 @@ import type { SkillStore } from "./skills/store.ts";
 import { skillRoots } from "./skills/sources.ts";
 import { type ToolDoc, toolDoc } from "./catalog/docs.ts";
 import { ApprovalBroker } from "./sandbox/approvals.ts";
+import { stats } from "./observe/stats.ts";
+import { ActivityPublisher } from "./observe/activity_file.ts";
+import type { ServeState } from "./observe/serve_state.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -76,7 +79,12 @@ export class Codemode {
   #skills?: Promise<SkillStore | undefined>;
   /** The store once loaded (the capabilities text is built synchronously). */
   #loadedSkills?: SkillStore;
+  #runtimeInUse?: string;
   #stats?: StatsPublisher;
+  #activity?: ActivityPublisher;
+  /** The MCP server of each client session, for the clients' names in the published state. */
+  #clients = new Map<string, McpServer>();
+  #serving: { transport: "stdio" | "http"; url?: string; startedAt: Date } | undefined;
 
   private constructor(options: CodemodeOptions, discovery: Discovery) {
     this.#options = options;
@@ -156,7 +164,10 @@ export class Codemode {
   runtime(): Promise<RuntimePlugin> {
     this.#choice ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes(), this.detections);
     this.#choice.catch(() => (this.#choice = undefined));
-    return this.#choice.then((choice) => choice.runtime);
+    return this.#choice.then((choice) => {
+      this.#runtimeInUse = choice.runtime.name;
+      return choice.runtime;
+    });
   }
 
   /**
@@ -175,6 +186,11 @@ export class Codemode {
       error: String(error),
     });
     return Boolean(current && choice.cached);
+  }
+
+  /** The name of the sandbox runtime once one was selected. */
+  get runtimeInUse(): string | undefined {
+    return this.#runtimeInUse;
   }
 
   /** What the sandbox is told at start-up. */
@@ -236,20 +252,18 @@ export class Codemode {
   }
 
   /**
-   * An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`.
-   * The server side of the MCP SDK loads here, on first use: `run`, `search` and `doctor` never serve.
-   * Its sandbox is prewarmed when the client initializes, as CODEMODE_PREWARM says for `transport`.
+   * An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`
+   * and its activity for `codemode ui` (unless CODEMODE_ACTIVITY=0). The server side of the MCP SDK loads
+   * here, on first use: `run`, `search` and `doctor` never serve. Its sandbox is prewarmed when the client
+   * initializes, as CODEMODE_PREWARM says for `transport`.
    */
   async mcpServer(sessionKey: string, transport: "stdio" | "http" = "stdio"): Promise<McpServer> {
     const { createMcpServer } = await import("./serve/mcp_server.ts");
     const skills = await this.skillStore();
     const prewarm = this.settings.prewarm === "on" ||
       (this.settings.prewarm === "stdio" && transport === "stdio");
-    if (!this.#stats) {
-      this.#stats = new StatsPublisher(this.settings.stateDir);
-      this.#stats.start();
-    }
-    return createMcpServer({
+    this.serving({ transport });
+    const server = createMcpServer({
       runner: this.sessions,
       output: this.#options.plugins.output(this.settings.output),
       defaultTimeout: this.settings.timeout,
@@ -272,6 +286,72 @@ export class Codemode {
       approvals: this.approvals,
       ...(prewarm ? { onInitialized: () => this.sessions.prewarm(sessionKey) } : {}),
     });
+    this.#clients.set(sessionKey, server);
+    const closed = server.server.onclose;
+    server.server.onclose = () => {
+      if (this.#clients.get(sessionKey) === server) this.#clients.delete(sessionKey);
+      closed?.();
+    };
+    return server;
+  }
+
+  /** Starts publishing stats and activity as a serve of `transport` (at `url`, for HTTP); once per process. */
+  serving(info: { transport: "stdio" | "http"; url?: string }): void {
+    if (this.#serving) {
+      if (info.url) this.#serving.url = info.url;
+      return;
+    }
+    this.#serving = { ...info, startedAt: new Date() };
+    this.#stats = new StatsPublisher(this.settings.stateDir);
+    this.#stats.start();
+    if (!this.settings.activity) return;
+    this.#activity = new ActivityPublisher(this.settings.stateDir, {
+      state: () => this.serveState(),
+      maxBytes: this.settings.activityMax,
+    });
+    void this.#activity.start();
+  }
+
+  /** What this process publishes about itself for the dashboard. */
+  async serveState(): Promise<ServeState> {
+    const index = new Map(this.catalog.status().map((s) => [s.server, s.state]));
+    return {
+      pid: process.pid,
+      version: this.#options.version,
+      transport: this.#serving?.transport ?? "stdio",
+      ...(this.#serving?.url ? { url: this.#serving.url } : {}),
+      startedAt: (this.#serving?.startedAt ?? new Date()).toISOString(),
+      cwd: process.cwd(),
+      ...(this.#runtimeInUse ? { runtime: this.#runtimeInUse } : {}),
+      clients: [...this.#clients].flatMap(([session, server]) => {
+        const client = server.server.getClientVersion();
+        return client ? [{ session, name: client.name, version: client.version }] : [];
+      }),
+      sessions: this.sessions.list(),
+      servers: this.servers.map((spec) => {
+        const status = this.pool.status(spec.name);
+        return {
+          name: spec.name,
+          transport: status.transport ?? spec.transport,
+          state: status.state,
+          ...(status.error ? { error: status.error } : {}),
+          restarts: status.restarts,
+          ...(index.has(spec.name) ? { index: index.get(spec.name) } : {}),
+          tools: this.catalog.docs(spec.name).map((d) => ({
+            name: d.tool,
+            ...(d.description ? { description: d.description.slice(0, 300) } : {}),
+          })),
+        };
+      }),
+      policy: {
+        open: this.policy.open,
+        rules: { ...this.policy.rules },
+        sources: Object.fromEntries(
+          Object.entries(this.policy.sources).filter((e): e is [string, string] => Boolean(e[1])),
+        ),
+      },
+      metrics: await stats.metrics.codemodeJson(),
+    };
   }
 
   /** A server's tool docs for a skill's drift check: indexed ones, else listed now (undefined if it fails). */
@@ -310,6 +390,7 @@ export class Codemode {
       this.catalog.close?.(),
       this.#stats?.stop(),
       this.artifacts.closeAll(),
+      this.#activity?.stop(),
     ]);
   }
 

@@ -2,9 +2,8 @@
  * `deno task bench`: measures codemode against baselines taken in the same run and prints one table per
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
- *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|artifacts|skills|approvals|oauth] [--json]
- *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|standalone|
- *     firstanswer] [--json]
+ *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|
+ *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard] [--json]
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -26,6 +25,7 @@ import { benchApprovals } from "./bench_approvals.ts";
 import { benchOAuth } from "./bench_oauth.ts";
 import { benchStandalone } from "./bench_standalone.ts";
 import { benchFirstAnswer } from "./bench_first_answer.ts";
+import { benchDashboard } from "./bench_dashboard.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -44,6 +44,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   oauth: benchOAuth,
   standalone: benchStandalone,
   firstanswer: benchFirstAnswer,
+  dashboard: benchDashboard,
 };
 
 /** Sections that run only when asked for with --only: building two images from scratch takes many minutes. */

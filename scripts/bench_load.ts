@@ -41,7 +41,7 @@ function expected(client: number, run: number): string {
   return `('Echo: c${client}-r${run}', 'The sum of ${client} and ${run} is ${client + run}.')`;
 }
 
-/** A `codemode serve --http` started by a benchmark. */
+/** A running `serve --http` started by {@link startHttpServe}. */
 export interface HttpServe {
   pid: number;
   url: string;
@@ -50,7 +50,7 @@ export interface HttpServe {
 }
 
 /** Starts `codemode serve --http --port 0` in `home`; resolves once the runtime is chosen. */
-export async function startHttpServe(home: string): Promise<HttpServe> {
+export async function startHttpServe(home: string, env: Record<string, string> = {}): Promise<HttpServe> {
   const [command, ...args] = sourceCommand();
   const child = spawn(command, [...args, "serve", "--http", "--port", "0"], {
     cwd: home,
@@ -61,6 +61,7 @@ export async function startHttpServe(home: string): Promise<HttpServe> {
       CODEMODE_LOG_LEVEL: "info",
       CODEMODE_RUNTIME: "podman",
       CODEMODE_TIMEOUT: "60",
+      ...env,
     },
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -85,13 +86,15 @@ export async function startHttpServe(home: string): Promise<HttpServe> {
   return { pid: child.pid!, url, stderr: () => stderr, stop };
 }
 
-interface LoadClient {
+/** An MCP client of the load section. */
+export interface LoadClient {
   run(code: string): Promise<string>;
   end(): Promise<void>;
 }
 
-async function connect(url: string): Promise<LoadClient> {
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+/** Connects an MCP client to `url` (sending `headers` with every request). */
+export async function connect(url: string, headers: Record<string, string> = {}): Promise<LoadClient> {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
   const client = new Client({ name: "codemode-bench-load", version: "1" });
   await client.connect(transport);
   return {

@@ -24,9 +24,10 @@ step() { step_started=$(now_ms); echo "==> $*"; }
 done_step() { echo "    done in $(since "$step_started")"; }
 setup_started=$(now_ms)
 
-step "Installing container engines and image tools from apt"
+step "Installing container engines, image tools and the test browser from apt"
+# chromium: the dashboard's browser tests drive Debian's headless Chromium (puppeteer-core downloads none).
 packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
-  containernetworking-plugins iptables ca-certificates hyperfine)
+  containernetworking-plugins iptables ca-certificates hyperfine chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -314,6 +314,22 @@ const SPEC = {
     doc: "Start a client's sandbox as it connects, before its first run: stdio (stdio clients), on (HTTP " +
       "sessions too, within CODEMODE_MAX_SESSIONS) or off; an unused one idles until CODEMODE_IDLE_TIMEOUT",
   },
+  // Dashboard activity (issue 16).
+  activity: {
+    env: "CODEMODE_ACTIVITY",
+    aliases: [],
+    parse: bool,
+    fallback: "1",
+    doc:
+      "Publish each serve's runs and tool calls under the state dir (0600) for `codemode ui`; 0 turns it off",
+  },
+  activityMax: {
+    env: "CODEMODE_ACTIVITY_MAX",
+    aliases: [],
+    parse: bytes,
+    fallback: "4m",
+    doc: "Size at which a serve's activity log is rotated; it keeps the current and the previous file",
+  },
 } as const;
 
 type Spec = typeof SPEC;

@@ -1,10 +1,13 @@
 /**
  * Counters and latency figures of one codemode process: runs by outcome, sandbox launches and exits by
- * reason, calls into the host by method, and calls to each upstream server and tool. Recording is cheap
- * (a few additions and one slot of a preallocated ring per call) because it sits on the proxied-call
- * path; percentiles are computed only when a snapshot is taken.
+ * reason, calls into the host by method, and calls to each upstream server and tool. Counts and sums
+ * live in prom-client metrics (`metrics.ts`), which `/metrics` exposes as they are; what Prometheus has
+ * no place for (percentiles and the maximum of recent calls) is kept here, in one preallocated ring per
+ * series. Recording is cheap (a few additions per call) because it sits on the proxied-call path;
+ * percentiles are computed only when a snapshot is taken.
  * @module
  */
+import { CodemodeMetrics, counterValues, histogramTotals } from "./metrics.ts";
 
 /** Latency samples kept per series; percentiles cover the most recent ones. */
 export const SAMPLES = 256;
@@ -47,6 +50,9 @@ export interface ApprovalCounts {
   unavailable: number;
 }
 
+/** How an upstream tool call ended: "tool_error" is an `isError` result, "error" a call that threw. */
+export type CallOutcome = "ok" | "tool_error" | "error";
+
 /** Everything at one moment: what `codemode://stats` and `codemode stats --json` show. */
 export interface StatsSnapshot {
   pid: number;
@@ -70,30 +76,25 @@ export interface StatsSnapshot {
   approvals: ApprovalCounts;
 }
 
-/** A count of calls with their failures and a ring of recent durations. */
-class Series {
-  count = 0;
-  errors = 0;
-  #totalMs = 0;
+/** The most recent durations of one series and the largest ever seen. */
+class Recent {
+  #ring = new Float64Array(SAMPLES);
+  #seen = 0;
   #maxMs = 0;
-  #ring?: Float64Array;
 
-  record(ms: number, failed: boolean): void {
-    this.#ring ??= new Float64Array(SAMPLES);
-    this.#ring[this.count % SAMPLES] = ms;
-    this.count++;
-    if (failed) this.errors++;
-    this.#totalMs += ms;
+  record(ms: number): void {
+    this.#ring[this.#seen++ % SAMPLES] = ms;
     if (ms > this.#maxMs) this.#maxMs = ms;
   }
 
-  summary(): SeriesSummary {
-    const kept = this.#ring ? this.#ring.slice(0, Math.min(this.count, SAMPLES)).sort() : new Float64Array();
+  /** The summary, given the count, failures and total time the metrics hold. */
+  summary(count: number, errors: number, totalMs: number): SeriesSummary {
+    const kept = this.#ring.slice(0, Math.min(this.#seen, SAMPLES)).sort();
     const at = (p: number) => kept.length ? round(kept[Math.ceil(p * kept.length) - 1]) : 0;
     return {
-      count: this.count,
-      errors: this.errors,
-      meanMs: this.count ? round(this.#totalMs / this.count) : 0,
+      count,
+      errors,
+      meanMs: count ? round(totalMs / count) : 0,
       p50Ms: at(0.5),
       p95Ms: at(0.95),
       maxMs: round(this.#maxMs),
@@ -101,28 +102,28 @@ class Series {
   }
 }
 
-interface ServerEntry {
-  all: Series;
-  toolErrors: number;
-  starts: number;
-  startFailures: number;
-  tools: Map<string, { series: Series; toolErrors: number }>;
-}
+const RUN_OUTCOMES: RunOutcome[] = ["ok", "error", "timeout", "cancelled"];
+const label = (name: string) => (labels: Record<string, string | number>) => String(labels[name] ?? "");
+const serverTool = (labels: Record<string, string | number>) => `${labels.server}\u0000${labels.tool}`;
 
 /** The figures of one process; `stats` is the one every part records into. */
 export class Stats {
+  /** The Prometheus metrics these figures are kept in. */
+  readonly metrics: CodemodeMetrics;
   #startedAt = new Date();
   #changes = 0;
-  #runs = { ok: 0, error: 0, timeout: 0, cancelled: 0 };
-  #runLatency = new Series();
-  #launches = 0;
-  #launchFailures = 0;
-  #startup = new Series();
-  #exits = new Map<string, number>();
-  #rpc = new Map<string, Series>();
-  #servers = new Map<string, ServerEntry>();
-  #malformed = 0;
-  #approvals: ApprovalCounts = { asked: 0, approved: 0, declined: 0, timedOut: 0, unavailable: 0 };
+  #runs = new Recent();
+  #startup = new Recent();
+  #rpc = new Map<string, Recent>();
+  /** Per server: all its calls, and each tool's; in first-call order. */
+  #servers = new Map<string, { all: Recent; tools: Map<string, Recent> }>();
+  /** Servers that started once, so a later start counts as a restart. */
+  #started = new Set<string>();
+
+  /** Figures recorded into `metrics` (a fresh registry by default). */
+  constructor(metrics = new CodemodeMetrics()) {
+    this.metrics = metrics;
+  }
 
   /** Grows with every record, so a publisher can skip writing an unchanged snapshot. */
   get changes(): number {
@@ -132,113 +133,161 @@ export class Stats {
   /** A run ended. */
   run(outcome: RunOutcome, ms: number): void {
     this.#changes++;
-    this.#runs[outcome]++;
-    this.#runLatency.record(ms, outcome !== "ok");
+    this.metrics.runs.inc({ outcome });
+    this.metrics.runDuration.observe(ms / 1000);
+    this.#runs.record(ms);
   }
 
   /** A sandbox became ready (`ms` after its start) or failed to. */
   sandboxLaunched(ms: number, ok = true): void {
     this.#changes++;
-    if (!ok) return void this.#launchFailures++;
-    this.#launches++;
-    this.#startup.record(ms, false);
+    if (!ok) return this.metrics.sandboxStartFailures.inc();
+    this.metrics.sandboxesStarted.inc();
+    this.metrics.sandboxes.inc();
+    this.metrics.sandboxStartDuration.observe(ms / 1000);
+    this.#startup.record(ms);
   }
 
   /** A launched sandbox ended. */
   sandboxExited(reason: string): void {
     this.#changes++;
-    this.#exits.set(reason, (this.#exits.get(reason) ?? 0) + 1);
+    this.metrics.sandboxExits.inc({ reason });
+    this.metrics.sandboxes.dec();
   }
 
   /** The sandbox called into the host. */
   rpc(method: string, ms: number, ok: boolean): void {
     this.#changes++;
-    let series = this.#rpc.get(method);
-    if (!series) this.#rpc.set(method, series = new Series());
-    series.record(ms, !ok);
+    this.metrics.hostCalls.inc({ method, outcome: ok ? "ok" : "error" });
+    this.metrics.hostCallDuration.observe({ method }, ms / 1000);
+    let recent = this.#rpc.get(method);
+    if (!recent) this.#rpc.set(method, recent = new Recent());
+    recent.record(ms);
   }
 
   /** An upstream server started, or failed to. */
   upstreamStart(server: string, ok: boolean): void {
     this.#changes++;
-    const entry = this.#server(server);
-    if (ok) entry.starts++;
-    else entry.startFailures++;
+    this.#server(server);
+    this.metrics.upstreamStarts.inc({ server, outcome: ok ? "ok" : "failed" });
+    if (!ok) return;
+    if (this.#started.has(server)) this.metrics.upstreamRestarts.inc({ server });
+    this.#started.add(server);
   }
 
-  /** An upstream tool call ended: "ok", "tool_error" (an `isError` result) or "error" (it threw). */
-  upstreamCall(server: string, tool: string, ms: number, outcome: "ok" | "tool_error" | "error"): void {
+  /** An upstream tool call ended. */
+  upstreamCall(server: string, tool: string, ms: number, outcome: CallOutcome): void {
     this.#changes++;
+    this.metrics.toolCalls.inc({ server, tool, outcome });
+    this.metrics.toolCallDuration.observe({ server, tool }, ms / 1000);
     const entry = this.#server(server);
-    let one = entry.tools.get(tool);
-    if (!one) entry.tools.set(tool, one = { series: new Series(), toolErrors: 0 });
-    const failed = outcome === "error";
-    entry.all.record(ms, failed);
-    one.series.record(ms, failed);
-    if (outcome === "tool_error") {
-      entry.toolErrors++;
-      one.toolErrors++;
-    }
+    let recent = entry.tools.get(tool);
+    if (!recent) entry.tools.set(tool, recent = new Recent());
+    entry.all.record(ms);
+    recent.record(ms);
   }
 
   /** A frame from the sandbox was dropped as malformed or oversized. */
   malformedFrame(): void {
     this.#changes++;
-    this.#malformed++;
+    this.metrics.malformedFrames.inc();
   }
 
   /** An approval question was asked or ended ("declined" includes dismissed ones), or could not be asked. */
   approval(event: "asked" | "approved" | "declined" | "timeout" | "unavailable"): void {
     this.#changes++;
-    this.#approvals[event === "timeout" ? "timedOut" : event]++;
+    this.metrics.approvals.inc({ event });
   }
 
   /** Everything recorded so far. */
-  snapshot(now = new Date()): StatsSnapshot {
-    const exits = Object.fromEntries([...this.#exits].sort(([a], [b]) => a.localeCompare(b)));
-    const ended = [...this.#exits.values()].reduce((a, b) => a + b, 0);
-    const runs = this.#runs;
+  async snapshot(now = new Date()): Promise<StatsSnapshot> {
+    const m = this.metrics;
+    const [runs, runTime, launches, failures, startTime, live, exits, rpcCalls, rpcTime] = await Promise.all([
+      counterValues(m.runs, label("outcome")),
+      histogramTotals(m.runDuration, () => ""),
+      counterValues(m.sandboxesStarted),
+      counterValues(m.sandboxStartFailures),
+      histogramTotals(m.sandboxStartDuration, () => ""),
+      counterValues(m.sandboxes),
+      counterValues(m.sandboxExits, label("reason")),
+      counterValues(m.hostCalls, (l) => `${l.method}\u0000${l.outcome}`),
+      histogramTotals(m.hostCallDuration, label("method")),
+    ]);
+    const [calls, callTime, starts, malformed, approvals] = await Promise.all([
+      counterValues(m.toolCalls, (l) => `${serverTool(l)}\u0000${l.outcome}`),
+      histogramTotals(m.toolCallDuration, serverTool),
+      counterValues(m.upstreamStarts, (l) => `${l.server}\u0000${l.outcome}`),
+      counterValues(m.malformedFrames),
+      counterValues(m.approvals, label("event")),
+    ]);
+    const byOutcome = Object.fromEntries(RUN_OUTCOMES.map((o) => [o, runs.get(o) ?? 0])) as Record<
+      RunOutcome,
+      number
+    >;
+    const total = RUN_OUTCOMES.reduce((n, o) => n + byOutcome[o], 0);
+    const runTotals = runTime.get("") ?? { count: 0, sum: 0 };
+    const startTotals = startTime.get("") ?? { count: 0, sum: 0 };
+    const toolFigures = (server: string, tool: string, recent: Recent): ToolStats => {
+      const key = `${server}\u0000${tool}`;
+      const time = callTime.get(key) ?? { count: 0, sum: 0 };
+      return {
+        tool,
+        ...recent.summary(time.count, calls.get(`${key}\u0000error`) ?? 0, time.sum * 1000),
+        toolErrors: calls.get(`${key}\u0000tool_error`) ?? 0,
+      };
+    };
     return {
       pid: process.pid,
       startedAt: this.#startedAt.toISOString(),
       updatedAt: now.toISOString(),
       uptimeSeconds: Math.round((now.getTime() - this.#startedAt.getTime()) / 100) / 10,
       runs: {
-        total: runs.ok + runs.error + runs.timeout + runs.cancelled,
-        ...runs,
-        latency: this.#runLatency.summary(),
+        total,
+        ...byOutcome,
+        latency: this.#runs.summary(runTotals.count, total - byOutcome.ok, runTotals.sum * 1000),
       },
       sandboxes: {
-        launches: this.#launches,
-        launchFailures: this.#launchFailures,
-        live: Math.max(0, this.#launches - ended),
-        startup: this.#startup.summary(),
-        exits,
+        launches: launches.get("") ?? 0,
+        launchFailures: failures.get("") ?? 0,
+        live: Math.max(0, live.get("") ?? 0),
+        startup: this.#startup.summary(startTotals.count, 0, startTotals.sum * 1000),
+        exits: Object.fromEntries([...exits].sort(([a], [b]) => a.localeCompare(b))),
       },
-      rpc: [...this.#rpc].map(([method, series]) => ({ method, ...series.summary() })),
-      upstream: [...this.#servers].map(([server, entry]) => ({
-        server,
-        ...entry.all.summary(),
-        toolErrors: entry.toolErrors,
-        starts: entry.starts,
-        startFailures: entry.startFailures,
-        tools: [...entry.tools].map(([tool, one]) => ({
-          tool,
-          ...one.series.summary(),
-          toolErrors: one.toolErrors,
-        })),
-      })),
-      malformedFrames: this.#malformed,
-      approvals: { ...this.#approvals },
+      rpc: [...this.#rpc].map(([method, recent]) => {
+        const time = rpcTime.get(method) ?? { count: 0, sum: 0 };
+        return {
+          method,
+          ...recent.summary(time.count, rpcCalls.get(`${method}\u0000error`) ?? 0, time.sum * 1000),
+        };
+      }),
+      upstream: [...this.#servers].map(([server, entry]) => {
+        const tools = [...entry.tools].map(([tool, recent]) => toolFigures(server, tool, recent));
+        const times = [...entry.tools.keys()].map((tool) => callTime.get(`${server}\u0000${tool}`));
+        const count = times.reduce((n, t) => n + (t?.count ?? 0), 0);
+        const totalMs = times.reduce((n, t) => n + (t?.sum ?? 0), 0) * 1000;
+        return {
+          server,
+          ...entry.all.summary(count, tools.reduce((n, t) => n + t.errors, 0), totalMs),
+          toolErrors: tools.reduce((n, t) => n + t.toolErrors, 0),
+          starts: starts.get(`${server}\u0000ok`) ?? 0,
+          startFailures: starts.get(`${server}\u0000failed`) ?? 0,
+          tools,
+        };
+      }),
+      malformedFrames: malformed.get("") ?? 0,
+      approvals: {
+        asked: approvals.get("asked") ?? 0,
+        approved: approvals.get("approved") ?? 0,
+        declined: approvals.get("declined") ?? 0,
+        timedOut: approvals.get("timeout") ?? 0,
+        unavailable: approvals.get("unavailable") ?? 0,
+      },
     };
   }
 
-  #server(name: string): ServerEntry {
+  #server(name: string): { all: Recent; tools: Map<string, Recent> } {
     let entry = this.#servers.get(name);
-    if (!entry) {
-      entry = { all: new Series(), toolErrors: 0, starts: 0, startFailures: 0, tools: new Map() };
-      this.#servers.set(name, entry);
-    }
+    if (!entry) this.#servers.set(name, entry = { all: new Recent(), tools: new Map() });
     return entry;
   }
 }

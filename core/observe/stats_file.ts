@@ -1,8 +1,8 @@
 /**
  * Stats shared across processes: each serving codemode writes its snapshot to `<stateDir>/stats/<pid>.json`
  * (at most once a second, and only when something changed; written whole and renamed into place, so a
- * reader never sees half a file) and removes it when it stops. `codemode stats` reads the files of
- * processes that still run.
+ * reader never sees half a file; mode 0600, as they name the user's servers and tools) and removes it when
+ * it stops. `codemode stats` reads the files of processes that still run.
  * @module
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
@@ -70,7 +70,8 @@ export class StatsPublisher {
       return this.#writing ?? Promise.resolve();
     }
     const changes = this.#stats.changes;
-    this.#writing = this.#write(this.#stats.snapshot())
+    this.#writing = this.#stats.snapshot()
+      .then((snapshot) => this.#write(snapshot))
       .then(() => void (this.#written = changes))
       .catch((error) =>
         log.debug("could not write the stats file", { file: this.file, error: String(error) })
@@ -80,9 +81,9 @@ export class StatsPublisher {
   }
 
   async #write(snapshot: StatsSnapshot): Promise<void> {
-    await mkdir(this.#dir, { recursive: true });
+    await mkdir(this.#dir, { recursive: true, mode: 0o700 });
     const temporary = `${this.file}.${Math.random().toString(36).slice(2, 8)}.tmp`;
-    await writeFile(temporary, JSON.stringify(snapshot));
+    await writeFile(temporary, JSON.stringify(snapshot), { mode: 0o600 });
     await rename(temporary, this.file);
     // stop() may have run while this write was under way: it must not leave the file behind.
     if (this.#stopped) await rm(this.file, { force: true });

@@ -14,6 +14,7 @@ import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
 import { redact, secretsOf } from "../upstream/redact.ts";
 import { type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
 import { summarizeArguments } from "./approvals.ts";
+import { recordToolCall, type ToolCallRecord } from "./tool_call_activity.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
@@ -108,25 +109,41 @@ export function sandboxApi(
   const methods: Record<string, (params: Record<string, unknown>, context: RpcContext) => Promise<unknown>> =
     {
       async call_tool(params, context) {
-        const { signal } = context;
-        const name = server(params);
-        const tool = await resolveTool(pool, policy, name, String(params.tool ?? ""));
+        const { signal, requestId } = context;
         const args = params.arguments ?? {};
-        if (typeof args !== "object" || args === null || Array.isArray(args)) {
-          throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
+        const call: ToolCallRecord = {
+          run: requestId,
+          server: String(params.server ?? ""),
+          tool: String(params.tool ?? ""),
+          args,
+          started: performance.now(),
+        };
+        try {
+          const name = call.server = server(params);
+          call.spec = pool.spec(name);
+          const tool = await resolveTool(pool, policy, name, call.tool);
+          call.tool = tool.name;
+          if (typeof args !== "object" || args === null || Array.isArray(args)) {
+            throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
+          }
+          const made = callsMade.get(signal) ?? 0;
+          enforce(policy.allowsCall(made));
+          callsMade.set(signal, made + 1);
+          // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
+          // A planned call is not made, so it is no tool call in the activity record either.
+          if (params.dry_run === true && !isReadOnly(tool.annotations)) {
+            context.plan?.({ server: name, tool: tool.name, arguments: args as Record<string, unknown> });
+            return null;
+          }
+          const reason = policy.approvalReason(name, tool.name, tool.annotations);
+          if (reason !== undefined) await approved(context, name, tool.name, args, reason);
+          const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, { signal });
+          recordToolCall(call, { result });
+          return params.raw ? codec.raw(result) : codec.unwrap(result);
+        } catch (error) {
+          recordToolCall(call, { error });
+          throw error;
         }
-        const made = callsMade.get(signal) ?? 0;
-        enforce(policy.allowsCall(made));
-        callsMade.set(signal, made + 1);
-        // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
-        if (params.dry_run === true && !isReadOnly(tool.annotations)) {
-          context.plan?.({ server: name, tool: tool.name, arguments: args as Record<string, unknown> });
-          return null;
-        }
-        const reason = policy.approvalReason(name, tool.name, tool.annotations);
-        if (reason !== undefined) await approved(context, name, tool.name, args, reason);
-        const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, { signal });
-        return params.raw ? codec.raw(result) : codec.unwrap(result);
       },
       list_servers() {
         return Promise.resolve(allowedServers().map((name) => publicServer(name, pool.spec(name))));

@@ -106,6 +106,8 @@ export class SandboxSession {
   malformedFrames = 0;
   /** Python version the sandbox reported. */
   python = "";
+  /** When the sandbox became ready. */
+  startedAt?: Date;
 
   /** Creates a session; nothing starts until `start()`. */
   constructor(options: SandboxSessionOptions) {
@@ -115,6 +117,11 @@ export class SandboxSession {
   /** The sandbox's name (its container name). */
   get name(): string {
     return this.#options.sandbox.name;
+  }
+
+  /** The runtime plugin's name (podman, docker, ...). */
+  get runtime(): string {
+    return this.#options.runtime.name;
   }
 
   /** True while the sandbox process is running and usable. */
@@ -164,6 +171,7 @@ export class SandboxSession {
       );
     }
     this.python = outcome.python;
+    this.startedAt = new Date();
     const startMs = performance.now() - started;
     this.#launched = true;
     stats.sandboxLaunched(startMs);

@@ -16,6 +16,7 @@ import { processAlive } from "../process_alive.ts";
 import { stats } from "../observe/stats.ts";
 import type { SandboxFile } from "./file_sender.ts";
 import { copyMounts } from "./mount_copy.ts";
+import type { SessionInfo } from "../observe/serve_state.ts";
 
 export type { OutputListener, RunOptions } from "./session.ts";
 
@@ -81,6 +82,10 @@ interface Entry {
   settled: boolean;
   /** Set when the entry was closed: a start still under way stops instead of finishing. */
   stopped: boolean;
+  /** The session once it started. */
+  ready?: SandboxSession;
+  lastUsedAt: Date;
+  runs: number;
   idle?: ReturnType<typeof setTimeout>;
   busy: number;
   /** When a run last started or ended here (a counter, for least-recently-used eviction). */
@@ -133,7 +138,9 @@ export class SessionManager {
     const entry = this.#entry(key);
     if (!entry) return notRun("error", this.#fullMessage());
     entry.busy++;
+    entry.runs++;
     entry.used = ++this.#uses;
+    entry.lastUsedAt = new Date();
     if (entry.idle) clearTimeout(entry.idle);
     try {
       const session = await entry.session;
@@ -149,8 +156,27 @@ export class SessionManager {
     } finally {
       entry.busy--;
       entry.used = ++this.#uses;
+      entry.lastUsedAt = new Date();
       if (entry.busy === 0 && this.#entries.get(key) === entry) this.#armIdle(key, entry);
     }
+  }
+
+  /** The live sessions and their sandboxes. */
+  list(): SessionInfo[] {
+    return [...this.#entries].map(([key, entry]) => ({
+      key,
+      state: !entry.ready ? "starting" : entry.busy ? "running" : "idle",
+      ...(entry.ready
+        ? {
+          sandbox: entry.ready.name,
+          runtime: entry.ready.runtime,
+          python: entry.ready.python,
+          startedAt: entry.ready.startedAt?.toISOString(),
+        }
+        : {}),
+      lastUsedAt: entry.lastUsedAt.toISOString(),
+      runs: entry.runs,
+    }));
   }
 
   /** Starts the session for `key` ahead of its first run (e.g. to hide start-up latency). */
@@ -266,9 +292,19 @@ export class SessionManager {
     if (!entry) {
       if (!this.#roomForOneMore()) return undefined;
       // The start needs its entry (to see a close that comes while it runs), so the promise comes second.
-      const created = { settled: false, stopped: false, busy: 0, used: ++this.#uses } as Entry;
+      const created = {
+        settled: false,
+        stopped: false,
+        busy: 0,
+        used: ++this.#uses,
+        lastUsedAt: new Date(),
+        runs: 0,
+      } as Entry;
       created.session = this.#start(key, created);
-      created.session.then(() => created.settled = true, () => {
+      created.session.then((s) => {
+        created.settled = true;
+        created.ready = s;
+      }, () => {
         created.settled = true;
         this.#drop(key, created);
       });

@@ -40,6 +40,8 @@ export interface HttpServerOptions {
   close(sessionId: string): Promise<void>;
   /** The artifact store of a session, for `GET /artifacts/<session>/<path>`. */
   artifacts?: StoreLookup;
+  /** Answers requests for every other path than MCP's (the dashboard); without it they get 404. */
+  routes?(req: IncomingMessage, res: ServerResponse): Promise<void>;
 }
 
 interface Session {
@@ -114,6 +116,7 @@ export class McpHttpServer {
     const url = new URL(req.url ?? "/", "http://localhost");
     const artifact = url.pathname.startsWith(ARTIFACTS_PATH);
     if (url.pathname !== MCP_PATH && !artifact) {
+      if (this.#options.routes) return await this.#options.routes(req, res);
       return sendError(res, 404, `Not found: MCP is served at ${MCP_PATH}`);
     }
     const refusal = guardRequest(

@@ -19,6 +19,7 @@ import { artifactLinks, registerArtifactResources } from "./artifact_resources.t
 import type { ApprovalBroker } from "../sandbox/approvals.ts";
 import { requestApprover } from "./elicitation.ts";
 import { whenInitialized } from "./prewarm.ts";
+import { recordRunEnd, recordRunStart } from "./run_activity.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -130,11 +131,11 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       description: "Runs, sandboxes and tool calls of this process",
       mimeType: "application/json",
     },
-    (uri) => ({
+    async (uri) => ({
       contents: [{
         uri: uri.href,
         mimeType: "application/json",
-        text: JSON.stringify(stats.snapshot(), null, 2),
+        text: JSON.stringify(await stats.snapshot(), null, 2),
       }],
     }),
   );
@@ -156,12 +157,24 @@ async function runPython(
   servers: string[] | undefined,
   run: Omit<RunOptions, "timeout">,
 ): Promise<RunResult> {
-  const started = performance.now();
-  const notes: string[] = [];
   const seconds = Math.min(timeout ?? options.defaultTimeout, options.maxTimeout);
+  recordRunStart(run.requestId ?? "", options.sessionKey, code, seconds);
+  const result = await execute(options, code, seconds, servers, run);
   if (timeout !== undefined && timeout > options.maxTimeout) {
-    notes.push(`timeout lowered to the ${options.maxTimeout}s maximum`);
+    result.notes = [`timeout lowered to the ${options.maxTimeout}s maximum`, ...(result.notes ?? [])];
   }
+  recordRunEnd(run.requestId ?? "", options.sessionKey, result);
+  return result;
+}
+
+async function execute(
+  options: McpServerOptions,
+  code: string,
+  seconds: number,
+  servers: string[] | undefined,
+  run: Omit<RunOptions, "timeout">,
+): Promise<RunResult> {
+  const started = performance.now();
   try {
     if (servers?.length) {
       const problems = await options.preload(servers);
@@ -172,7 +185,7 @@ async function runPython(
     log.info("run_python started", { session: options.sessionKey, timeout: seconds });
     const result = await options.runner.run(options.sessionKey, code, { ...run, timeout: seconds });
     log.info("run_python finished", { status: result.status, ms: Math.round(result.duration * 1000) });
-    return notes.length ? { ...result, notes: [...notes, ...(result.notes ?? [])] } : result;
+    return { ...result };
   } catch (error) {
     log.error("run_python failed", { error: String(error) });
     return failure(`${(error as Error).message ?? error}. Run \`codemode doctor\` for a diagnosis`, started);

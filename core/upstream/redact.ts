@@ -157,3 +157,22 @@ function decode(text: string): string {
     return text;
   }
 }
+
+/**
+ * Tool arguments as JSON for a person to read (the dashboard): the values of secret-named keys
+ * (`api_key`, `password`, ...) are replaced, and so is every configured secret of the server found in any
+ * value. Arguments that cannot be serialised are described instead.
+ */
+export function redactArguments(args: unknown, secrets: readonly string[]): string {
+  let json: string;
+  try {
+    json = JSON.stringify(args, (key, value) =>
+      key && isSecretName(key) && (typeof value === "string" || typeof value === "number")
+        ? REDACTED
+        : value) ??
+      "null";
+  } catch (error) {
+    return `[arguments not shown: ${(error as Error).message}]`;
+  }
+  return redact(json, secrets);
+}

@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * The compiled binary (dist/codemode) end to end: real MCP clients (SDK v1, SDK v2, the MCP Inspector
  * CLI), real podman sandboxes, a real proxied MCP server, and `run`'s exit codes. Prints the numbers
@@ -29,6 +30,7 @@ import {
   runBinary,
   type Sandbox,
 } from "./_binary.ts";
+import { HAVE_CHROMIUM, launchBrowser, startUi } from "../integration/_browser.ts";
 
 const exec = promisify(execFile);
 const StdioV1 = StdioV1Untyped as unknown as typeof StdioV1Type;
@@ -435,6 +437,75 @@ Deno.test({
       for (const token of oauth.issued()) assert.ok(!(stdout + stderr + status.stdout).includes(token));
     } finally {
       await oauth.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "the binary serves the dashboard from the files compiled into it, and the page runs in a browser",
+  ignore: !sandboxReady,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const sandbox = environment(everythingServer());
+    const ui = await startUi(sandbox.home, sandbox.env, BINARY);
+    const client = new ClientV2({ name: "e2e-dashboard", version: "1" });
+    const transport = new StdioV2({ command: BINARY, args: ["serve"], env: sandbox.env, cwd: sandbox.cwd });
+    try {
+      const login = await fetch(ui.loginUrl, { redirect: "manual" });
+      assert.equal(login.status, 303);
+      const cookie = String(login.headers.get("set-cookie")).split(";")[0];
+      const page = await fetch(ui.url, { headers: { cookie } });
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /<script type="importmap">/);
+      const embedded: [string, string][] = [
+        ["app.js", "core/dashboard/web/app.js"],
+        ["style.css", "core/dashboard/web/style.css"],
+        ["preact.mjs", "node_modules/preact/dist/preact.mjs"],
+        ["hooks.mjs", "node_modules/preact/hooks/dist/hooks.mjs"],
+        ["htm.mjs", "node_modules/htm/dist/htm.mjs"],
+      ];
+      for (const [name, source] of embedded) {
+        const asset = await fetch(`${ui.url}assets/${name}`, { headers: { cookie } });
+        assert.equal(asset.status, 200, name);
+        assert.equal(
+          await asset.text(),
+          Deno.readTextFileSync(join(ROOT, source)),
+          `${name} is the file it was built from`,
+        );
+      }
+      const health = await (await fetch(`${ui.url}healthz`)).json();
+      assert.equal(health.version, VERSION);
+
+      await client.connect(transport);
+      await client.callTool({ name: "run_python", arguments: { code: "# from the binary\nprint(1)" } });
+      if (!HAVE_CHROMIUM) return console.error("e2e: no chromium; the page was not loaded in a browser");
+      const browser = await launchBrowser();
+      try {
+        const tab = await browser.newPage();
+        const problems: string[] = [];
+        tab.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+        tab.on("pageerror", (e) => problems.push(String(e)));
+        await browser.setCookie({
+          name: cookie.split("=")[0],
+          value: cookie.split("=")[1],
+          domain: "127.0.0.1",
+        });
+        await tab.goto(ui.url);
+        await tab.waitForFunction(
+          () =>
+            [...document.querySelectorAll("tr.run")].some((r) =>
+              r.textContent!.includes("# from the binary")
+            ),
+          { timeout: 15_000 },
+        );
+        assert.deepEqual(problems, []);
+      } finally {
+        await browser.close();
+      }
+    } finally {
+      await client.close().catch(() => {});
+      await ui.stop();
     }
   },
 });

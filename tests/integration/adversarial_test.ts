@@ -4,7 +4,9 @@
  * artifacts, mounts and skills),
  * each run through a real `codemode serve` over stdio with the SDK client, on every container engine that
  * is set up. After each attempt: the call was answered within a bound, the server still runs code. At the
- * end: no container of that serve process is left, and no secret appeared in any answer.
+ * end: no container of that serve process is left, and no secret appeared in any answer. Then the
+ * dashboard's attacks (_attempts_dashboard.ts): other origins, other Hosts, stolen codes and cookies,
+ * files planted by another local user.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -32,6 +34,8 @@ import {
   type Served,
 } from "./_serve.ts";
 import { TEST_IMAGE } from "./_harness.ts";
+import { dashboardAttacks, type DashboardCtx, otherLocalUser, send } from "./_attempts_dashboard.ts";
+import { startUi } from "./_browser.ts";
 
 const ATTEMPTS: Attempt[] = [
   ...network,
@@ -160,5 +164,53 @@ for (const [engine, runtime] of engines) {
       }
       assert.ok(answers.length > 0, "no answer to sweep for secrets");
     },
+  });
+}
+
+// The dashboard: attacks from other origins, other Hosts, other local users. One stdio serve, one ui.
+{
+  const usable = (await podman().detect()).available && await podman().imageExists(TEST_IMAGE);
+  const otherUser = otherLocalUser();
+  let dashboard: Promise<{ ctx: DashboardCtx; close(): Promise<void> }> | undefined;
+  const setUp = () =>
+    dashboard ??= (async () => {
+      const home = fakeHome();
+      const served = await serve({ CODEMODE_RUNTIME: "podman" }, home);
+      await served.run("await mcp_everything.echo(message='seen by the dashboard')");
+      const ui = await startUi(home);
+      const login = await send(ui.loginUrl);
+      const cookie = String(login.headers["set-cookie"]).split(";")[0];
+      const ctx: DashboardCtx = {
+        url: ui.url,
+        cookie,
+        usedLoginUrl: ui.loginUrl,
+        stateDir: join(home, "state"),
+        servePid: served.transport.pid!,
+        uiPid: ui.child.pid!,
+        otherUser,
+      };
+      const shown = async () => {
+        const r = await send(ui.url + "api/state", { headers: { cookie } });
+        return (JSON.parse(r.body).serves as { pid: number }[]).some((s) => s.pid === ctx.servePid);
+      };
+      for (let i = 0; i < 40 && !(await shown()); i++) await new Promise((r) => setTimeout(r, 250));
+      assert.ok(await shown(), "the dashboard shows the serve before the attacks");
+      return { ctx, close: async () => (await ui.stop(), await served.close()) };
+    })();
+  for (const attack of dashboardAttacks) {
+    Deno.test({
+      name: `dashboard: ${attack.name}`,
+      ignore: !usable || (attack.otherUser && !otherUser),
+      sanitizeOps: false,
+      sanitizeResources: false,
+      fn: async () => await attack.run((await setUp()).ctx),
+    });
+  }
+  Deno.test({
+    name: "dashboard: tear down",
+    ignore: !usable,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => await (await dashboard)?.close(),
   });
 }

@@ -136,7 +136,7 @@ Deno.test("scope session approves the tool for the rest of the session only: ask
 
 Deno.test("decline, cancel, a timeout and a failing client all refuse the call with a clear message", async () => {
   const broker = new ApprovalBroker({ timeoutSeconds: 0.2, fallback: "deny" });
-  const before = stats.snapshot().approvals;
+  const before = (await stats.snapshot()).approvals;
   const declined = await broker.approver("d", undefined, () => Promise.resolve({ approve: false }))(
     request("w"),
     live(),
@@ -166,7 +166,7 @@ Deno.test("decline, cancel, a timeout and a failing client all refuse the call w
     live(),
   );
   assert.equal(failing.approved, false);
-  const after = stats.snapshot().approvals;
+  const after = (await stats.snapshot()).approvals;
   assert.equal(after.asked - before.asked, 4);
   assert.equal(after.declined - before.declined, 3);
   assert.equal(after.timedOut - before.timedOut, 1);

@@ -202,10 +202,10 @@ Deno.test("past maxSessions with every session busy, the new session's run is re
       sessions.run("b", "sleep 400", { timeout: 5 }),
     ];
     await new Promise((r) => setTimeout(r, 50));
-    const errorsBefore = stats.snapshot().runs.error;
+    const errorsBefore = (await stats.snapshot()).runs.error;
     const refused = await sessions.run("c", "sleep 1", { timeout: 5 });
     assert.equal(refused.status, "error");
-    assert.equal(stats.snapshot().runs.error, errorsBefore + 1, "a refused run is counted");
+    assert.equal((await stats.snapshot()).runs.error, errorsBefore + 1, "a refused run is counted");
     assert.equal(
       refused.error,
       "All 2 sandbox sessions are running code (CODEMODE_MAX_SESSIONS=2), so no new session can start; try again when a run has finished",

@@ -11,13 +11,13 @@ const stateDir = () => mkdtempSync(join(tmpdir(), "codemode-stats-"));
 /** A pid no process can have (above Linux's largest pid_max). */
 const DEAD_PID = 4_194_304 + 12_345;
 
-Deno.test("upstream calls are counted per server and tool with failures, isError results and percentiles", () => {
+Deno.test("upstream calls are counted per server and tool with failures, isError results and percentiles", async () => {
   const stats = new Stats();
   for (let ms = 1; ms <= 100; ms++) stats.upstreamCall("everything", "echo", ms, "ok");
   stats.upstreamCall("everything", "get-sum", 7, "tool_error");
   stats.upstreamCall("everything", "get-sum", 9, "error");
   stats.upstreamCall("memory", "read_graph", 2, "ok");
-  const [everything, memory] = stats.snapshot().upstream;
+  const [everything, memory] = (await stats.snapshot()).upstream;
   assert.equal(everything.server, "everything");
   assert.deepEqual(
     { count: everything.count, errors: everything.errors, toolErrors: everything.toolErrors },
@@ -38,11 +38,11 @@ Deno.test("upstream calls are counted per server and tool with failures, isError
   assert.equal(memory.tools[0].tool, "read_graph");
 });
 
-Deno.test("percentiles cover the most recent samples while count, mean and max cover every call", () => {
+Deno.test("percentiles cover the most recent samples while count, mean and max cover every call", async () => {
   const stats = new Stats();
   for (let i = 0; i < 1000; i++) stats.rpc("call_tool", 1000, true);
   for (let i = 0; i < SAMPLES; i++) stats.rpc("call_tool", 1, true);
-  const [rpc] = stats.snapshot().rpc;
+  const [rpc] = (await stats.snapshot()).rpc;
   assert.equal(rpc.count, 1000 + SAMPLES);
   assert.equal(rpc.errors, 0);
   assert.equal(rpc.p95Ms, 1);
@@ -50,7 +50,7 @@ Deno.test("percentiles cover the most recent samples while count, mean and max c
   assert.ok(rpc.meanMs > 700);
 });
 
-Deno.test("runs are counted by outcome, sandboxes by launch and exit reason, with live ones derived", () => {
+Deno.test("runs are counted by outcome, sandboxes by launch and exit reason, with live ones derived", async () => {
   const stats = new Stats();
   stats.run("ok", 10);
   stats.run("ok", 20);
@@ -63,7 +63,7 @@ Deno.test("runs are counted by outcome, sandboxes by launch and exit reason, wit
   stats.malformedFrame();
   stats.upstreamStart("s", true);
   stats.upstreamStart("s", false);
-  const snapshot = stats.snapshot();
+  const snapshot = await stats.snapshot();
   assert.deepEqual(
     { ...snapshot.runs, latency: snapshot.runs.latency.count },
     { total: 4, ok: 2, error: 0, timeout: 1, cancelled: 1, latency: 4 },
@@ -78,10 +78,10 @@ Deno.test("runs are counted by outcome, sandboxes by launch and exit reason, wit
   assert.equal(snapshot.pid, process.pid);
 });
 
-Deno.test("changes grows with every record, so unchanged figures need no new snapshot", () => {
+Deno.test("changes grows with every record, so unchanged figures need no new snapshot", async () => {
   const stats = new Stats();
   const before = stats.changes;
-  stats.snapshot();
+  await stats.snapshot();
   assert.equal(stats.changes, before);
   stats.run("ok", 1);
   stats.upstreamCall("s", "t", 1, "ok");
@@ -113,7 +113,7 @@ Deno.test("readLiveSnapshots() returns the snapshots of live processes and remov
   const publisher = new StatsPublisher(dir, { stats });
   await publisher.publish();
   const dead = join(statsDir(dir), `${DEAD_PID}.json`);
-  writeFileSync(dead, JSON.stringify({ ...stats.snapshot(), pid: DEAD_PID }));
+  writeFileSync(dead, JSON.stringify({ ...(await stats.snapshot()), pid: DEAD_PID }));
   writeFileSync(join(statsDir(dir), "notes.txt"), "not a snapshot");
   const live = await readLiveSnapshots(dir);
   assert.deepEqual(live.map((s) => s.pid), [process.pid]);
@@ -129,13 +129,13 @@ Deno.test("a snapshot file being replaced while it is read is skipped, not fatal
   assert.deepEqual(await readLiveSnapshots(dir), []);
 });
 
-Deno.test("renderStats() shows one row per process and one per upstream tool, or says none runs", () => {
+Deno.test("renderStats() shows one row per process and one per upstream tool, or says none runs", async () => {
   assert.match(renderStats([]), /No codemode serve is running/);
   const stats = new Stats();
   stats.run("ok", 120);
   stats.sandboxLaunched(300);
   stats.upstreamCall("everything", "get-sum", 12, "ok");
-  const snapshot = stats.snapshot(new Date("2026-01-01T00:00:00Z"));
+  const snapshot = await stats.snapshot(new Date("2026-01-01T00:00:00Z"));
   const text = renderStats(
     [{ ...snapshot, startedAt: "2026-01-01T00:00:00Z" }],
     new Date("2026-01-01T00:02:05Z"),
@@ -145,15 +145,15 @@ Deno.test("renderStats() shows one row per process and one per upstream tool, or
   assert.match(text, /│ everything +│ get-sum +│ 1 +│ 0 +│ 0 +│ 12 ms/);
 });
 
-Deno.test("approval questions are counted by how they ended, and renderStats() shows them only when there were any", () => {
+Deno.test("approval questions are counted by how they ended, and renderStats() shows them only when there were any", async () => {
   const stats = new Stats();
-  assert.doesNotMatch(renderStats([stats.snapshot()]), /Approvals/);
+  assert.doesNotMatch(renderStats([await stats.snapshot()]), /Approvals/);
   for (
     const event of ["asked", "asked", "asked", "approved", "declined", "timeout", "unavailable"] as const
   ) {
     stats.approval(event);
   }
-  const snapshot = stats.snapshot();
+  const snapshot = await stats.snapshot();
   assert.deepEqual(snapshot.approvals, { asked: 3, approved: 1, declined: 1, timedOut: 1, unavailable: 1 });
   assert.match(
     renderStats([snapshot, snapshot]),

@@ -1,0 +1,33 @@
+/**
+ * The dashboard, `/healthz` and `/metrics` of `serve --http`, wired to the running codemode: its health
+ * (runtime, sessions, servers up), its search (the catalog under the policy), its token.
+ * @module
+ */
+import type { Codemode } from "../mod.ts";
+import { serveDashboard } from "../core/dashboard/for_serve.ts";
+import { policySearch } from "../core/dashboard/search.ts";
+import type { Dashboard } from "../core/dashboard/server.ts";
+import { VERSION } from "../core/version.ts";
+
+/** The dashboard of `app` as `serve --http` serves it. */
+export function dashboardFor(
+  app: Codemode,
+  options: { token?: string; allowedHosts?: readonly string[] },
+): Dashboard {
+  return serveDashboard({
+    stateDir: app.settings.stateDir,
+    version: VERSION,
+    token: options.token,
+    allowedHosts: options.allowedHosts,
+    health: () => ({
+      status: "ok",
+      version: VERSION,
+      uptimeSeconds: Math.round(process.uptime() * 10) / 10,
+      runtime: app.runtimeInUse ?? null,
+      sessions: app.sessions.size,
+      serversUp: app.servers.filter((s) => app.pool.status(s.name).state === "ready").length,
+    }),
+    search: policySearch(app.catalog, app.policy),
+    publishing: app.settings.activity,
+  });
+}

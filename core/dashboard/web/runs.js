@@ -1,0 +1,159 @@
+// Runs: what each run_python call did, folded from the activity events every serve publishes. Each
+// event kind has a reducer in EVENT_KINDS; kinds this page does not know are ignored, so a newer serve
+// never breaks an older page, and a new capability adds its kind here and its section in RunDetail.
+import { Badge, Block, clock, duration, firstLine, html, prettyJson, size } from "./format.js";
+
+/** Runs kept per serve; older ones drop off the page. */
+const MAX_RUNS = 300;
+/** Tool calls kept that belong to no run. */
+const MAX_LOOSE = 200;
+
+/** A serve's activity as the page holds it. */
+export function newActivity() {
+  return { runs: new Map(), loose: [], lastSeq: 0 };
+}
+
+function runOf(activity, id, at) {
+  let run = activity.runs.get(id);
+  if (!run) {
+    run = { id, firstAt: at, calls: [] };
+    activity.runs.set(id, run);
+    if (activity.runs.size > MAX_RUNS) activity.runs.delete(activity.runs.keys().next().value);
+  }
+  return run;
+}
+
+/** How each kind of event changes a serve's activity. */
+export const EVENT_KINDS = {
+  "run.start": (activity, e) => {
+    runOf(activity, e.run, e.at).start = e;
+  },
+  "run.end": (activity, e) => {
+    runOf(activity, e.run, e.at).end = e;
+  },
+  "tool.call": (activity, e) => {
+    if (e.run) return void runOf(activity, e.run, e.at).calls.push(e);
+    activity.loose.push(e);
+    if (activity.loose.length > MAX_LOOSE) activity.loose.shift();
+  },
+};
+
+/** Folds events into `activity`, skipping those already seen (a reconnect replays some). */
+export function applyEvents(activity, events) {
+  for (const event of events) {
+    if (typeof event?.seq !== "number" || event.seq <= activity.lastSeq) continue;
+    activity.lastSeq = event.seq;
+    EVENT_KINDS[event.kind]?.(activity, event);
+  }
+}
+
+/** Every run of the shown serves, newest first. */
+function newestRuns(serves) {
+  const rows = [];
+  for (const serve of serves) {
+    for (const run of serve.activity.runs.values()) rows.push({ pid: serve.pid, run });
+  }
+  return rows.sort((a, b) => (b.run.firstAt ?? "").localeCompare(a.run.firstAt ?? ""));
+}
+
+/** The runs table; a click on a run opens its detail below it. */
+export function RunsView({ serves, open, setOpen }) {
+  const rows = newestRuns(serves);
+  if (!rows.length) {
+    return html`<p class="empty">No runs yet. They appear here as MCP clients call run_python.</p>`;
+  }
+  const several = serves.length > 1;
+  return html`
+    <table class="runs">
+      <thead>
+        <tr>
+          <th>time</th><th>status</th><th>duration</th>${several
+            ? html`<th>serve</th>`
+            : null}<th>session</th>
+          <th>tool calls</th><th>code</th>
+        </tr>
+      </thead>
+      <tbody>${rows.map(({ pid, run }) => {
+        const key = `${pid}/${run.id}`;
+        const failed = run.calls.filter((c) => c.outcome !== "ok").length;
+        const row = html`
+          <tr class="run ${open === key ? "open" : ""}" data-run=${run.id}
+            onClick=${() => setOpen(open === key ? undefined : key)}>
+                  <td>${clock(run.start?.at ?? run.firstAt)}</td>
+                  <td><${Badge} status=${run.end?.status ?? "running"} /></td>
+                  <td>${run.end ? duration(run.end.ms) : "…"}</td>
+                  ${several ? html`<td>${pid}</td>` : null}
+                  <td class="mono">${(run.start?.session ?? run.end?.session ?? "").slice(0, 8)}</td>
+                  <td>${run.calls.length}${failed
+                    ? html`
+                      <span class="bad aside">(${failed} failed)</span>
+                    `
+                    : null}</td>
+                  <td class="mono code-line">${firstLine(run.start?.code)}</td>
+                </tr>
+        `;
+        if (open !== key) return row;
+        return [
+          row,
+          html`
+            <tr class="detail">
+              <td colspan=${several ? 7 : 6}>
+                <${RunDetail} run=${run} />
+              </td>
+            </tr>
+          `,
+        ];
+      })}</tbody>
+    </table>
+  `;
+}
+
+/** Everything about one run: code, output, result and its tool calls. */
+export function RunDetail({ run }) {
+  const end = run.end;
+  return html`<div class="run-detail" data-detail=${run.id}>
+    <p class="muted">Run <span class="mono">${run.id}</span>${
+    run.start ? html`, timeout ${run.start.timeout} s` : null
+  }${end?.sessionLost ? html`, <span class="bad">the sandbox was lost</span>` : null}</p>
+    <${Block} title="code" text=${run.start?.code} kind="code" />
+    <${Block} title="stdout" text=${end?.stdout} />
+    <${Block} title="stderr" text=${end?.stderr} kind="stderr" />
+    <${Block} title="value" text=${end?.value} />
+    <${Block} title="error" text=${end?.error} kind="error" />
+    ${end?.notes?.length ? html`<ul class="notes">${end.notes.map((n) => html`<li>${n}</li>`)}</ul>` : null}
+    <${ToolCalls} calls=${run.calls} />
+  </div>`;
+}
+
+/** The tool calls of one run (or those of no run). */
+export function ToolCalls({ calls }) {
+  if (!calls.length) return html`<p class="muted">No tool calls.</p>`;
+  return html`
+    <table class="calls">
+      <thead>
+        <tr>
+          <th>server / tool</th>
+          <th>arguments</th>
+          <th>result</th>
+          <th>latency</th>
+          <th>outcome</th>
+        </tr>
+      </thead>
+      <tbody>${calls.map((c) =>
+        html`
+          <tr class="call" data-tool=${`${c.server}/${c.tool}`}>
+            <td class="mono">${c.server} / ${c.tool}</td>
+            <td>
+              <pre class="args">${prettyJson(c.args)}</pre>
+            </td>
+            <td>${size(c.resultBytes)}</td>
+            <td>${duration(c.ms)}</td>
+            <td><${Badge} status=${c.outcome} />${c.error
+              ? html`<div class="call-error">${c.error}</div>`
+              : null}</td>
+          </tr>
+        `
+      )}</tbody>
+    </table>
+  `;
+}

@@ -48,7 +48,8 @@ export class CodemodeMetrics {
   readonly sandboxExits: Counter<"reason">;
   readonly upstreamStarts: Counter<"server" | "outcome">;
   readonly upstreamRestarts: Counter<"server">;
-  readonly approvals: Counter<"event">;
+  readonly approvals: Counter<"answer">;
+  readonly approvalQuestions: Counter;
   readonly hostCalls: Counter<"method" | "outcome">;
   readonly hostCallDuration: Histogram<"method">;
   readonly malformedFrames: Counter;
@@ -119,9 +120,15 @@ export class CodemodeMetrics {
     });
     this.approvals = new Counter({
       name: "codemode_approvals_total",
-      help: "Approval questions asked, and how they ended (approved, declined, timeout), and calls that " +
-        "needed one when nobody could be asked (unavailable), by event",
-      labelNames: ["event"],
+      help:
+        "How approval questions ended, by answer (approved, declined, timeout), and calls that needed one " +
+        "when nobody could be asked (unavailable)",
+      labelNames: ["answer"],
+      registers,
+    });
+    this.approvalQuestions = new Counter({
+      name: "codemode_approval_questions_total",
+      help: "Approval questions put to a person",
       registers,
     });
     this.hostCalls = new Counter({

@@ -196,7 +196,8 @@ export class Stats {
   /** An approval question was asked or ended ("declined" includes dismissed ones), or could not be asked. */
   approval(event: "asked" | "approved" | "declined" | "timeout" | "unavailable"): void {
     this.#changes++;
-    this.metrics.approvals.inc({ event });
+    if (event === "asked") this.metrics.approvalQuestions.inc();
+    else this.metrics.approvals.inc({ answer: event });
   }
 
   /** Everything recorded so far. */
@@ -213,12 +214,13 @@ export class Stats {
       counterValues(m.hostCalls, (l) => `${l.method}\u0000${l.outcome}`),
       histogramTotals(m.hostCallDuration, label("method")),
     ]);
-    const [calls, callTime, starts, malformed, approvals] = await Promise.all([
+    const [calls, callTime, starts, malformed, approvals, asked] = await Promise.all([
       counterValues(m.toolCalls, (l) => `${serverTool(l)}\u0000${l.outcome}`),
       histogramTotals(m.toolCallDuration, serverTool),
       counterValues(m.upstreamStarts, (l) => `${l.server}\u0000${l.outcome}`),
       counterValues(m.malformedFrames),
-      counterValues(m.approvals, label("event")),
+      counterValues(m.approvals, label("answer")),
+      counterValues(m.approvalQuestions),
     ]);
     const byOutcome = Object.fromEntries(RUN_OUTCOMES.map((o) => [o, runs.get(o) ?? 0])) as Record<
       RunOutcome,
@@ -276,7 +278,7 @@ export class Stats {
       }),
       malformedFrames: malformed.get("") ?? 0,
       approvals: {
-        asked: approvals.get("asked") ?? 0,
+        asked: asked.get("") ?? 0,
         approved: approvals.get("approved") ?? 0,
         declined: approvals.get("declined") ?? 0,
         timedOut: approvals.get("timeout") ?? 0,

@@ -31,6 +31,14 @@ __all__ = [
     "search_tool_docs_sync",
     "search_tool_docs",
     "capability_summary",
+    "save_artifact",
+    "save_skill",
+    "save_skill_sync",
+    "list_skills",
+    "list_skills_sync",
+    "read_skill",
+    "read_skill_sync",
+    "dry_run",
 ]
 
 _DETAILS = ("summary", "full")
@@ -200,7 +208,7 @@ def capability_summary():
         "detail='summary'|'full'), dir(mcp_<alias>) and help(mcp_<alias>.<tool>). A failing tool raises "
         "ToolError (an MCPError, like every failed call); raw=True returns the whole MCP result. "
         "Files written to /workspace/artifacts (or runtime.save_artifact(name, data)) are sent to the client "
-        "after the run."
+        "after the run. "
         "`async with runtime.dry_run():` plans calls instead of making them (read-only tools still run); "
         "a call the user must approve waits for them, and a refusal raises PermissionError."
         + _skills_summary()

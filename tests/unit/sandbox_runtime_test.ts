@@ -400,14 +400,16 @@ Deno.test("tools import from mcp.servers.<alias>, one by one or with *", async (
 Deno.test("mcp.runtime helpers answer locally or through the documented rpc methods", async () => {
   await withPython(async (python) => {
     const local = await python.execute(
-      "from mcp import runtime\n(runtime.discovered_servers(), runtime.discovered_servers(detailed=True), " +
-        "'search_tool_docs' in runtime.capability_summary(), runtime.list_loaded_server_metadata())",
+      "import re\nfrom mcp import runtime\ns = runtime.capability_summary()\n(runtime.discovered_servers(), runtime.discovered_servers(detailed=True), " +
+        "'search_tool_docs' in s, runtime.list_loaded_server_metadata(), " +
+        "re.findall(r'\\.[`A-Z]', s))",
     );
     // Only capability_summary() asks the host, for the saved skills (unanswered here: it leaves them out).
     assert.deepEqual(local.rpcs.map((rpc) => rpc.method), ["list_skills"]);
     assert.equal(
       local.done.value,
-      "(('my-server',), ({'name': 'my-server', 'description': 'A test server', 'alias': 'my_server'},), True, ())",
+      "(('my-server',), ({'name': 'my-server', 'description': 'A test server', 'alias': 'my_server'},), True, (), " +
+        "[])",
     );
     const code = [
       "a = await runtime.list_servers()",

@@ -79,7 +79,7 @@ interface ProbeReport {
   arch: string;
   uid: number;
   seccomp: string;
-  seccomp_filters: string;
+  seccomp_filters?: string;
   results: Record<string, string>;
 }
 
@@ -132,7 +132,12 @@ for (const engine of ENGINES) {
     ]);
     assert.equal(ours.arch, "x86_64", "the probe knows x86_64 syscall numbers only");
     assert.equal(ours.uid, 65534);
-    assert.deepEqual([ours.seccomp, ours.seccomp_filters], ["2", "1"]);
+    // Seccomp mode 2 (filtering). Seccomp_filters exists from Linux 5.9 on and counts nested filters too.
+    assert.equal(ours.seccomp, "2");
+    assert.ok(
+      ours.seccomp_filters === undefined || Number(ours.seccomp_filters) >= 1,
+      `Seccomp_filters: ${ours.seccomp_filters}`,
+    );
     const judged = verdicts(ours, marked, kernelOnly);
     console.log(
       `${engine.label}: each probe's outcome and the layer that contained it:\n${describe(judged)}`,
@@ -152,15 +157,17 @@ for (const engine of ENGINES) {
         "bpf(MAP_CREATE)": "EPERM",
         "ptrace(TRACEME)": "EPERM",
         "process_vm_readv(self)": "EPERM",
-        "personality(READ_IMPLIES_EXEC)": engine.label === "docker" ? "EPERM" : "ENOSYS",
+        // The profile's default answer, ENOSYS; engines that ignore defaultErrnoRet (docker 20.10) give EPERM.
+        "personality(READ_IMPLIES_EXEC)": ["ENOSYS", "EPERM"],
         "32-bit int 0x80": "killed:SIGSYS",
         "socket(AF_VSOCK)": "EAFNOSUPPORT",
         "netlink(NETFILTER)": "EPROTONOSUPPORT",
       })
     ) {
       const verdict = judged[call];
-      if (verdict.layer === "seccomp") assert.equal(verdict.outcome, outcome, call);
-      else assert.ok(verdict.contained, `${call}: ${verdict.outcome}`);
+      if (verdict.layer === "seccomp") {
+        assert.ok([outcome].flat().includes(verdict.outcome), `${call}: ${verdict.outcome}, not ${outcome}`);
+      } else assert.ok(verdict.contained, `${call}: ${verdict.outcome}`);
     }
     // The engine's default is judged by the same rules (its layers unknown, so only "contained" counts).
     const contained = (outcome: string) => judge(outcome, false).contained;

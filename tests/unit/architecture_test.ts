@@ -1,7 +1,8 @@
 /**
  * The layout's rules, checked on the source: no import cycles in product code (type-only and dynamic
  * imports count), core/ imports no plugin and nothing from cli/, mod.ts reaches nothing in cli/, and each
- * core/ subsystem imports only the subsystems its README allows (its "May import:" line).
+ * core/ subsystem imports only the subsystems its README allows (its "May import:" line) and names every
+ * file in it, and start-up loads no command handler before the command runs.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -163,3 +164,36 @@ function safeExists(path: string): boolean {
     return false;
   }
 }
+
+Deno.test("each core/ folder's README names every file in the folder", () => {
+  const unnamed: string[] = [];
+  for (const folder of readdirSync(join(ROOT, "core"))) {
+    const dir = join(ROOT, "core", folder);
+    if (!statSync(dir).isDirectory()) continue;
+    const readme = readFileSync(join(dir, "README.md"), "utf8");
+    for (const file of readdirSync(dir).filter((f) => f.endsWith(".ts"))) {
+      if (!readme.includes(`\`${file}\``)) unnamed.push(`core/${folder}/${file}`);
+    }
+  }
+  assert.deepEqual(unnamed, [], "files their folder's README does not name");
+});
+
+/** The files `file` imports statically (dynamic imports load on demand, so they are left out). */
+function staticImports(file: string): string[] {
+  const source = readFileSync(join(ROOT, file), "utf8").replace(/\/\*[\s\S]*?\*\//g, "");
+  return [
+    ...source.matchAll(/^(?:import|export)\s[^"';]*?from\s*["']([^"']+)["']|^import\s+["']([^"']+)["']/gm),
+  ]
+    .map((m) => m[1] ?? m[2])
+    .map((spec) => spec.startsWith(".") ? normalize(join(dirname(file), spec)) : spec);
+}
+
+Deno.test("start-up loads only what a command needs: --version and --help before any library", () => {
+  // cli/main.ts answers --version and --help itself; everything else is behind a dynamic import.
+  assert.deepEqual(staticImports("cli/main.ts"), ["core/version.ts"]);
+  // The program loads each command's handler when that command runs, never at parse time.
+  const handlers = ["run", "serve", "serve_http", "doctor", "search", "servers", "tools", "stats", "skills"]
+    .map((name) => `cli/${name}.ts`).concat("cli/auth.ts", "cli/ui.ts", "mod.ts", "core/app.ts");
+  const eager = staticImports("cli/program.ts").filter((file) => handlers.includes(file));
+  assert.deepEqual(eager, [], "command handlers cli/program.ts imports statically");
+});

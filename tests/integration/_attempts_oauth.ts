@@ -50,10 +50,13 @@ def proc(kind):
     return out
 await grab("proc environ", lambda: proc("environ"))
 await grab("proc cmdline", lambda: proc("cmdline"))
+# The image's read-only /usr was built before any login (hundreds of MB with the data-science
+# libraries): it cannot hold a token, and reading it all takes minutes on a busy machine.
+frozen = ("/usr",) if os.statvfs("/usr").f_flag & os.ST_RDONLY else ()
 def files():
     hits, read = [], 0
     for root, dirs, names in os.walk("/"):
-        if root.startswith(("/proc", "/sys", "/dev")):
+        if root.startswith(("/proc", "/sys", "/dev")) or root in frozen:
             dirs[:] = []
             continue
         for name in names:
@@ -70,7 +73,8 @@ def files():
     return {"hits": hits, "read": read}
 seen["files"] = files()
 report(leaks={k: redact(v)[:600] for k, v in seen.items() if k != "files" and leaks(v)},
-       file_hits=seen["files"]["hits"], files_read=seen["files"]["read"], whoami=seen["whoami"],
+       file_hits=seen["files"]["hits"], files_read=seen["files"]["read"], skipped=frozen,
+       whoami=seen["whoami"],
        quoted=redact(seen["error quoting the credentials"])[:300])`,
     check(answer) {
       const f = facts(answer);

@@ -389,10 +389,26 @@ export function ociRuntime(
   }
 
   async function imageExists(ref: string): Promise<boolean> {
+    return (await lookUpImage(ref)).found;
+  }
+
+  /**
+   * Whether the image is there, told apart from an engine that failed to say: `podman image exists`
+   * exits 1 without a word for a missing image, docker and nerdctl name the missing image. Anything
+   * else is the engine's own failure, reported as such rather than as a missing image.
+   */
+  async function lookUpImage(ref: string): Promise<{ found: boolean; problem?: Problem }> {
     const args = engine === "podman"
       ? ["image", "exists", ref]
       : ["image", "inspect", "--format", "{{.Id}}", ref];
-    return (await run(args)).code === 0;
+    const result = await run(args);
+    if (result.code === 0) return { found: true };
+    const absent = engine === "podman"
+      ? result.code === 1 && !result.stderr.trim()
+      : /no such (image|object)|not found/i.test(result.stderr);
+    return absent
+      ? { found: false }
+      : { found: false, problem: diagnose(engine, result.stderr, result.spawnError) };
   }
 
   async function checked(what: string, args: string[], timeoutMs: number, proxies = false): Promise<void> {
@@ -415,7 +431,7 @@ export function ociRuntime(
   async function detect(): Promise<RuntimeDetection> {
     // Detection is asked afresh: facts adopted from a cached verdict don't count.
     if (adopted) facts = adopted = undefined;
-    const [known, hasImage] = await Promise.all([engineFacts(), imageExists(image)]);
+    const [known, lookup] = await Promise.all([engineFacts(), lookUpImage(image)]);
     const detection: RuntimeDetection = {
       name: engine,
       available: false,
@@ -432,7 +448,11 @@ export function ociRuntime(
         fix: "For cgroup limits use cgroup v2 (systemd.unified_cgroup_hierarchy=1) or a rootful engine",
       });
     }
-    if (!hasImage) {
+    if (lookup.problem) {
+      detection.problems.push(lookup.problem);
+      return detection;
+    }
+    if (!lookup.found) {
       const tag = image === DEFAULT_IMAGE ? "" : ` --tag ${image}`;
       detection.problems.push({
         message: `The sandbox image "${image}" is missing`,

@@ -31,7 +31,9 @@ export async function probeAuth(
       await serverAuth.onUnauthorized({ response, serverUrl: new URL(spec.url), fetchFn: serverAuth.fetch });
       token = await serverAuth.token();
       response = await ask(spec, serverAuth, token, timeoutMs);
-      if (response.status === 401) return { auth: "needs-login", problem: "it refused the refreshed token" };
+      if (response.status === 401) {
+        return { auth: "needs-login", problem: (await serverAuth.refusedAfterRefresh()).message };
+      }
     }
     return {
       auth: token ? "logged-in" : "none",

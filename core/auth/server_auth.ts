@@ -2,9 +2,9 @@
  * The OAuth side of one remote server while codemode uses it: the `AuthProvider` its transport asks for
  * a bearer token before every request and calls back on a 401. Tokens are refreshed shortly before they
  * expire and after a 401, once; concurrent calls share one refresh. A refresh the authorization server
- * refuses (or a 401 with nothing to refresh) marks the server "needs login": every later call fails at
- * once with NeedsLoginError, without touching the network, until the stored credentials change (the user
- * ran `codemode auth login`, possibly while this process runs).
+ * refuses, a 401 with nothing to refresh, or a 401 for the refreshed token marks the server "needs
+ * login": every later call fails at once with NeedsLoginError, without touching the network, until the
+ * stored credentials change (the user ran `codemode auth login`, possibly while this process runs).
  * @module
  */
 import {
@@ -104,6 +104,26 @@ export class ServerAuth implements AuthProvider {
     }
     const { resourceMetadataUrl } = extractWWWAuthenticateParams(context.response);
     await this.#refresh(resourceMetadataUrl);
+  }
+
+  /**
+   * The server answered 401 again after the transport re-authenticated (the SDK's "Server returned 401
+   * after re-authentication"): it refuses even a token just refreshed, so the grant is of no use to it and
+   * refreshing again would only repeat that. As after a refused refresh, the tokens are dropped and the
+   * server needs a login. Returns the error to raise.
+   */
+  async refusedAfterRefresh(): Promise<NeedsLoginError> {
+    if (this.#block && !this.#retryDue()) return this.#block.error;
+    const provider = await this.#load();
+    const held = provider.record.tokens?.access_token;
+    await provider.invalidateCredentials("tokens");
+    const error = new NeedsLoginError(this.server, "it refused even a freshly refreshed access token");
+    // Another codemode process stored other tokens meanwhile (a new login): the next call tries them.
+    if (provider.record.tokens && provider.record.tokens.access_token !== held) {
+      this.#rememberTokens(provider.record);
+      return error;
+    }
+    return await this.#blockWith(error);
   }
 
   /** Throws NeedsLoginError at once while the server needs a login and its credentials are unchanged. */

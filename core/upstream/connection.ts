@@ -26,6 +26,7 @@ import { stats } from "../observe/stats.ts";
 import {
   explainCallFailure,
   needsLogin,
+  unauthorizedAfterRefresh,
   UpstreamAuthError,
   UpstreamCancelledError,
   UpstreamClosedError,
@@ -138,8 +139,9 @@ export class UpstreamConnection {
         session.plainTools = new Set(result.tools.filter((t) => !t.outputSchema).map((t) => t.name));
         return result.tools;
       })
-      .catch((error) => {
+      .catch(async (failure) => {
         session.tools = undefined;
+        const error = await this.#loginNeeded(failure);
         this.#dropIfLost(session, error);
         throw this.#explain(error, session, "tools/list", this.#timeout());
       });
@@ -154,7 +156,7 @@ export class UpstreamConnection {
       const skills = await session.skills.list(this.#timeout());
       return skills.map((s) => ({ name: s.frontmatter.name, description: s.frontmatter.description }));
     } catch (error) {
-      throw this.#explain(error, session, "skills/list", this.#timeout());
+      throw this.#explain(await this.#loginNeeded(error), session, "skills/list", this.#timeout());
     }
   }
 
@@ -169,7 +171,7 @@ export class UpstreamConnection {
       if (error instanceof RangeError) {
         throw new RangeError(redact(`MCP server "${this.spec.name}" ${error.message}`, this.#secrets()));
       }
-      throw this.#explain(error, session, `skill ${name}`, this.#timeout());
+      throw this.#explain(await this.#loginNeeded(error), session, `skill ${name}`, this.#timeout());
     }
   }
 
@@ -187,11 +189,12 @@ export class UpstreamConnection {
       const result = await send(session, tool, args, { timeout: timeoutMs, signal: options.signal });
       this.#called(tool, started, result.isError ? "tool_error" : "ok");
       return result.isError ? redactToolError(result, this.#secrets()) : result;
-    } catch (error) {
+    } catch (failure) {
       if (!session) {
-        this.#called(tool, started, "error", error);
-        throw error;
+        this.#called(tool, started, "error", failure);
+        throw failure;
       }
+      const error = await this.#loginNeeded(failure);
       if (!options.signal?.aborted) this.#dropIfLost(session, error);
       const explained = this.#explain(error, session, tool, timeoutMs, options.signal);
       this.#called(tool, started, "error", explained);
@@ -292,7 +295,11 @@ export class UpstreamConnection {
       if (gaveUp || this.#state === "closed") throw new Error("start abandoned");
       const attempt = this.#attempt = this.#open(kind);
       // The SDK's own handshake timeout is a backstop; the deadline below fires first and says more.
-      await attempt.client.connect(attempt.transport, { timeout: timeoutMs + 1000 });
+      try {
+        await attempt.client.connect(attempt.transport, { timeout: timeoutMs + 1000 });
+      } catch (error) {
+        throw await this.#loginNeeded(error);
+      }
       return attempt;
     };
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -377,6 +384,16 @@ export class UpstreamConnection {
         );
       }
     }
+  }
+
+  /**
+   * `error`, or the NeedsLoginError it means: a 401 that survived the transport's refresh is a server
+   * refusing this login, which puts it in the "needs login" state (see core/auth) instead of looking like
+   * a lost connection or a failed start.
+   */
+  async #loginNeeded(error: unknown): Promise<unknown> {
+    if (!this.#auth || !unauthorizedAfterRefresh(error)) return error;
+    return await this.#auth.refusedAfterRefresh();
   }
 
   /** Builds an unconnected client and transport, wired so the session notices its own end. */

@@ -3,7 +3,13 @@
  * to do next, because the message reaches the agent's Python code as the text of an exception.
  * @module
  */
-import { InsufficientScopeError, ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
+import {
+  InsufficientScopeError,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+} from "@modelcontextprotocol/client";
 import { loginCommand, NeedsLoginError } from "../auth/needs_login.ts";
 import { redact } from "./redact.ts";
 
@@ -76,6 +82,17 @@ export function needsLogin(error: unknown): NeedsLoginError | undefined {
     if (e instanceof NeedsLoginError) return e;
   }
   return undefined;
+}
+
+/**
+ * Whether `error` (itself or a cause) is the SDK's "Server returned 401 after re-authentication": the
+ * transport called the auth provider back on a 401 and its retry got 401 again.
+ */
+export function unauthorizedAfterRefresh(error: unknown): boolean {
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof SdkHttpError && e.code === SdkErrorCode.ClientHttpAuthentication) return true;
+  }
+  return false;
 }
 
 /** What is known about a failed call when its error is explained. */

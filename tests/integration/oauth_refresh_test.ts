@@ -2,7 +2,9 @@
  * The refresh rules of `ServerAuth`, against the real local OAuth server (in process, no serve): one
  * refresh for many callers, none for a late 401 that answered an old token, tokens another codemode
  * process refreshed are taken over, a refused refresh blocks without touching the network until the
- * stored credentials change, and a refresh that failed for no stated reason is retried after a pause.
+ * stored credentials change, a refresh that failed for no stated reason is retried after a pause, and a
+ * server that refuses even a freshly refreshed token needs a login (through the upstream pool, as sandbox
+ * calls reach it).
  */
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
@@ -11,6 +13,9 @@ import { join } from "node:path";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
 import { login } from "../../core/auth/login.ts";
 import { NeedsLoginError } from "../../core/auth/needs_login.ts";
+import { OAuthClients } from "../../core/auth/clients.ts";
+import { probeAuth } from "../../core/auth/probe.ts";
+import { UpstreamAuthError, UpstreamPool } from "../../core/upstream/pool.ts";
 import { RETRY_AFTER_FAILED_REFRESH_MS, ServerAuth } from "../../core/auth/server_auth.ts";
 import { TokenStore } from "../../core/auth/token_store.ts";
 import { startOAuthServer } from "../testdata/servers/oauth_server.ts";
@@ -174,6 +179,109 @@ Deno.test(
       (await store.read(spec.name, spec.url!))?.tokens?.refresh_token,
       record.tokens?.refresh_token,
     );
+  },
+);
+
+/** A pool calling the OAuth server as `serve` does, over `clients`, logged in through `relogin`. */
+async function loggedInPool() {
+  const oauth = await startOAuthServer();
+  const stateDir = mkdtempSync(join(tmpdir(), "codemode-oauth-"));
+  const spec: ServerSpec = { name: "secure", transport: "http", url: oauth.mcpUrl, source };
+  const clients = new OAuthClients(stateDir);
+  const relogin = () =>
+    login(spec, { store: clients.store, authorize: async (url) => void await approve(url.href) });
+  await relogin();
+  const pool = new UpstreamPool([spec], { auth: (s) => clients.forServer(s) });
+  const echo = async (message: string) =>
+    (await pool.callTool("secure", "echo", { message })).content
+      .map((c) => (c as { text?: string }).text).join("");
+  return { oauth, stateDir, spec, relogin, pool, echo };
+}
+
+/** The error a sandbox call gets from a server that needs a login: it names the command that fixes it. */
+const needsLoginAnswer = (e: Error) =>
+  e instanceof UpstreamAuthError &&
+  /^MCP server "secure" needs a login: it refused even a freshly refreshed access token; run `codemode auth login secure`$/
+    .test(e.message);
+
+/**
+ * The calls after the first refusal: each fails at once with the same message and sends nothing; another
+ * process's probe (`codemode servers`, `doctor --quick`) agrees; a fresh login makes the pool work again.
+ */
+async function failsFastUntilLogin(setup: Awaited<ReturnType<typeof loggedInPool>>): Promise<void> {
+  const { oauth, stateDir, spec, relogin, pool, echo } = setup;
+  const after = { ...oauth.counts };
+  for (let i = 0; i < 3; i++) {
+    const started = performance.now();
+    await assert.rejects(echo("again"), needsLoginAnswer);
+    assert.ok(performance.now() - started < 500, "failed fast");
+  }
+  await assert.rejects(pool.listTools("secure"), needsLoginAnswer);
+  assert.deepEqual(oauth.counts, after, "nothing was sent anywhere: no start, no refresh");
+  assert.equal(pool.status("secure").auth, "needs-login");
+
+  const probed = await probeAuth(spec, new OAuthClients(stateDir).forServer(spec));
+  assert.equal(probed.auth, "needs-login");
+  assert.match(probed.problem ?? "", /run `codemode auth login secure`/);
+
+  // The user regains access to the server and logs in again: the same pool works.
+  oauth.rejectAllTokens(false);
+  await relogin();
+  assert.equal(await echo("after"), "after");
+  assert.equal(pool.status("secure").auth, "logged-in");
+}
+
+Deno.test(
+  "a server that refuses even a refreshed token mid-session needs a login: one refresh, then fail fast",
+  opts,
+  async () => {
+    const setup = await loggedInPool();
+    const { oauth, pool, echo } = setup;
+    try {
+      assert.equal(await echo("before"), "before");
+      assert.equal(pool.status("secure").auth, "logged-in");
+      oauth.rejectAllTokens();
+      const refreshes = oauth.counts.refreshes;
+      const seen = oauth.requests().length;
+      await assert.rejects(echo("refused"), needsLoginAnswer);
+      assert.equal(oauth.counts.refreshes - refreshes, 1, "one refresh for the failed call");
+      assert.deepEqual(
+        oauth.requests().slice(seen).map((r) => r.method),
+        ["POST", "POST"],
+        "the call and its one retry after the refresh",
+      );
+      assert.equal(pool.status("secure").auth, "needs-login");
+      await failsFastUntilLogin(setup);
+      assert.equal(pool.status("secure").restarts, 0, "the session was never dropped");
+    } finally {
+      await pool.close();
+      await oauth.close();
+    }
+  },
+);
+
+Deno.test(
+  "a server that refuses even a refreshed token at connect time needs a login, without an SSE fallback",
+  opts,
+  async () => {
+    const setup = await loggedInPool();
+    const { oauth, pool, echo } = setup;
+    try {
+      oauth.rejectAllTokens();
+      await assert.rejects(echo("refused"), needsLoginAnswer);
+      assert.equal(oauth.counts.refreshes, 1, "one refresh for the failed start");
+      assert.deepEqual(
+        oauth.requests().map((r) => r.method),
+        ["POST", "POST"],
+        "initialize and its one retry after the refresh; no SSE GET",
+      );
+      assert.equal(pool.status("secure").state, "failed");
+      assert.equal(pool.status("secure").auth, "needs-login");
+      await failsFastUntilLogin(setup);
+    } finally {
+      await pool.close();
+      await oauth.close();
+    }
   },
 );
 

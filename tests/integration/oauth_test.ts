@@ -7,7 +7,7 @@
  * answered for every token the server ever issued.
  */
 import assert from "node:assert/strict";
-import { readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { podman } from "../../plugins/runtime/podman.ts";
 import { type OAuthTestServer, startOAuthServer } from "../testdata/servers/oauth_server.ts";
@@ -359,9 +359,18 @@ except PermissionError as e:
   assert.match(String(answer), /codemode auth login secure/);
 });
 
-test("no token string appears in any log line, sandbox-visible value, CLI output or error", async () => {
+test("no token string appears in any log line, sandbox-visible value, CLI output, error or dashboard event", async () => {
+  // What the dashboard shows (`codemode ui`): the serve's activity files, read before it stops and removes them.
+  const dashboard: string[] = [];
   try {
-    if (served) await served.close();
+    if (served) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000)); // past the publisher's flush and state intervals
+      const dir = join(stateDir, "activity");
+      for (const name of readdirSync(dir)) {
+        if (/\.jsonl?$/.test(name)) dashboard.push(readFileSync(join(dir, name), "utf8"));
+      }
+      await served.close();
+    }
   } finally {
     await oauth.close();
   }
@@ -371,9 +380,20 @@ test("no token string appears in any log line, sandbox-visible value, CLI output
     ...outputs,
     ...answers.map((a) => a.text + JSON.stringify(a.structured)),
     serveLog,
+    ...dashboard,
   ];
   if (usable) {
     assert.match(serveLog, /oauth tokens refreshed/, "the serve's debug log was captured");
+    assert.match(
+      dashboard.join("\n"),
+      /"kind":"tool.call".*"server":"secure"/,
+      "the dashboard's events were captured",
+    );
+    assert.match(
+      dashboard.join("\n"),
+      /codemode auth login secure/,
+      "with the calls that failed for want of a login",
+    );
     assert.ok(answers.length >= 8);
   }
   const unformatted = serveLog.split("\n").filter((line) => line.trim() && !line.startsWith("{"));

@@ -4,7 +4,7 @@
  * tokens, doctor's "needs login" finding, and the Python exception type.
  */
 import assert from "node:assert/strict";
-import { InsufficientScopeError } from "@modelcontextprotocol/client";
+import { InsufficientScopeError, SdkError, SdkErrorCode, SdkHttpError } from "@modelcontextprotocol/client";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -16,7 +16,11 @@ import { loginRefusal } from "../../core/auth/login.ts";
 import { loginCommand, NeedsLoginError } from "../../core/auth/needs_login.ts";
 import { quietSdk } from "../../core/auth/sdk_warnings.ts";
 import { redact, REDACTED, redactToolError, secretsOf } from "../../core/upstream/redact.ts";
-import { explainCallFailure, UpstreamAuthError } from "../../core/upstream/errors.ts";
+import {
+  explainCallFailure,
+  unauthorizedAfterRefresh,
+  UpstreamAuthError,
+} from "../../core/upstream/errors.ts";
 import { pythonErrorType } from "../../core/sandbox/rpc.ts";
 import { checkServers, type DiscoveryFacts } from "../../core/doctor/checks.ts";
 import { expandServer } from "../../core/config/expand_vars.ts";
@@ -221,6 +225,24 @@ Deno.test("the needs-login error names the command, quoted for a shell when the 
     remote: true,
   });
   assert.match(odd.message, /lacks a scope the tool needs/);
+});
+
+Deno.test("the SDK's 401 after re-authentication is told apart from other HTTP and SDK errors", () => {
+  const again = new SdkHttpError(
+    SdkErrorCode.ClientHttpAuthentication,
+    "Server returned 401 after re-authentication",
+    {
+      status: 401,
+    },
+  );
+  assert.equal(unauthorizedAfterRefresh(again), true);
+  assert.equal(unauthorizedAfterRefresh(new Error("Streamable HTTP failed", { cause: again })), true);
+  assert.equal(
+    unauthorizedAfterRefresh(new SdkHttpError(SdkErrorCode.ClientHttpForbidden, "403", { status: 403 })),
+    false,
+  );
+  assert.equal(unauthorizedAfterRefresh(new SdkError(SdkErrorCode.ConnectionClosed, "closed")), false);
+  assert.equal(unauthorizedAfterRefresh(new Error("Server returned 401 after re-authentication")), false);
 });
 
 Deno.test("the provider persists what auth() hands it, with absolute expiry, and never registers a configured client", async () => {

@@ -71,14 +71,19 @@ export interface OAuthTestServer {
   issued(): string[];
   /** Every state value the authorize endpoint received. */
   states(): string[];
-  /** Every request to an MCP endpoint: its path and the bearer token it carried (null: none). */
-  requests(): { path: string; token: string | null }[];
+  /** Every request to an MCP endpoint: its method, path and the bearer token it carried (null: none). */
+  requests(): { method: string; path: string; token: string | null }[];
   /** Makes every access token expired now (the next use gets 401); minted ones are spared. */
   expireAccessTokens(): void;
   /** Forgets every access token, as a server that revoked them would; minted ones are spared. */
   revokeAccessTokens(): void;
   /** Forgets every refresh token: the next refresh fails with invalid_grant. */
   revokeRefreshTokens(): void;
+  /**
+   * While on, the resource server refuses every access token, fresh ones too, as a server does whose
+   * user lost access to it; the authorization server still issues and refreshes tokens. Minted ones pass.
+   */
+  rejectAllTokens(on?: boolean): void;
   /** Changes the lifetime of access tokens issued from now on. */
   setAccessTokenTtl(seconds: number): void;
   /** Issues an access token for `resource` directly (for audience tests). */
@@ -119,7 +124,8 @@ export async function startOAuthServer(options: OAuthServerOptions = {}): Promis
   const refreshTokens = new Map<string, Grant>();
   const issued: string[] = [];
   const states: string[] = [];
-  const requests: { path: string; token: string | null }[] = [];
+  const requests: { method: string; path: string; token: string | null }[] = [];
+  let rejectingAll = false;
 
   const secret = (prefix: string) => `${prefix}_${randomBytes(24).toString("base64url")}`;
   const issue = (grant: Grant) => {
@@ -263,7 +269,7 @@ export async function startOAuthServer(options: OAuthServerOptions = {}): Promis
   const verifier = {
     verifyAccessToken(token: string): Promise<AuthInfo> {
       const found = accessTokens.get(token);
-      if (!found || found.expiresAt <= Date.now()) {
+      if (!found || found.expiresAt <= Date.now() || (rejectingAll && !found.minted)) {
         return Promise.reject(new OAuthError(OAuthErrorCode.InvalidToken, "The access token is invalid or expired"));
       }
       return Promise.resolve({
@@ -303,7 +309,7 @@ export async function startOAuthServer(options: OAuthServerOptions = {}): Promis
     if (!check) return new Response("Not found", { status: 404 });
     counts.mcpRequests++;
     const header = request.headers.get("authorization");
-    requests.push({ path: url.pathname, token: header?.replace(/^Bearer\s+/i, "") ?? null });
+    requests.push({ method: request.method, path: url.pathname, token: header?.replace(/^Bearer\s+/i, "") ?? null });
     const auth = await check(request);
     if (auth instanceof Response) {
       counts.unauthorized++;
@@ -328,6 +334,9 @@ export async function startOAuthServer(options: OAuthServerOptions = {}): Promis
       for (const [value, token] of accessTokens) if (!token.minted) accessTokens.delete(value);
     },
     revokeRefreshTokens: () => refreshTokens.clear(),
+    rejectAllTokens(on = true) {
+      rejectingAll = on;
+    },
     setAccessTokenTtl(seconds) {
       ttl = seconds;
     },

@@ -1,7 +1,7 @@
 /**
  * The sandbox side of skills, run with the host's python3 (no container): the `skills` importer fetching
  * code over RPC, tracebacks into skill code, the import-time check, and save_skill taking a function or
- * class defined in an earlier cell. The last test puts the host's own skill RPC methods and policy (a real
+ * class defined in an earlier cell. The last tests put the host's own skill RPC methods and policy (a real
  * skill store in a temp directory, a fake pool) behind the runtime.
  */
 import assert from "node:assert/strict";
@@ -304,6 +304,43 @@ async function realHost(skills: Record<string, string>, policy = new Policy()) {
   };
   return { answer, calls, notes, store, userDir: roots[1].path };
 }
+
+Deno.test("a skill's tool call the policy denies raises PermissionError in the skill and never reaches the server", async () => {
+  const { answer, calls, notes } = await realHost(
+    {
+      "tide-tables": [
+        "async def predict(port):",
+        "    return await mcp_everything.echo(message=port)",
+        "",
+        "async def careful(port):",
+        "    try:",
+        "        return await mcp_everything.echo(message=port)",
+        "    except PermissionError as error:",
+        "        return f'refused: {error}'",
+        "",
+      ].join("\n"),
+    },
+    new Policy({ denyTools: ["everything/echo"] }, { denyTools: "CODEMODE_DENY_TOOLS" }),
+  );
+  const reason = 'Tool "everything/echo" is denied by policy (CODEMODE_DENY_TOOLS has "everything/echo")';
+  await withPython(async (python) => {
+    const caught = await python.execute("from skills import tide_tables\nawait tide_tables.careful('Oslo')", {
+      answer,
+    });
+    assert.equal(caught.done.status, "ok", caught.done.error);
+    assert.equal(caught.done.value, `'refused: ${reason}'`);
+    // The import-time check saw the refusal coming, in both calls.
+    assert.deepEqual(notes, [
+      `skill "tide-tables" line 2: mcp_everything.echo(...): ${reason}`,
+      `skill "tide-tables" line 6: mcp_everything.echo(...): ${reason}`,
+    ]);
+    const raised = await python.execute("await tide_tables.predict('Oslo')", { answer });
+    assert.equal(raised.done.status, "error");
+    assert.match(raised.done.error!, /File "<skill tide-tables>", line 2, in predict\n/);
+    assert.ok(raised.done.error!.endsWith(`PermissionError: ${reason}\n`), raised.done.error);
+  }, EVERYTHING);
+  assert.deepEqual(calls, [], "no refused call reached the server");
+});
 
 Deno.test("code that does not compile, saved through a forged save_skill RPC, fails to import with a SyntaxError naming the skill", async () => {
   const { answer, store, userDir } = await realHost({});

@@ -6,11 +6,11 @@
  * @module
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { PYODIDE_FILES } from "../plugins/runtime/_pyodide_files.ts";
 import type { EmbedManifest } from "../plugins/runtime/_pyodide_embedded.ts";
+import { makeCoreutilsDir } from "../tests/e2e/_coreutils.ts";
 import { coldStart, emptyHome } from "./bench_first_answer.ts";
 import {
   BINARY,
@@ -28,17 +28,6 @@ import {
 export const counts = { unpacks: 3, starts: 5, warm: 100, warmup: 5 };
 
 const EMBED = join(ROOT, "dist", "embed");
-
-/** A directory of symlinks to coreutils only: a PATH without deno, node, bun or a container engine. */
-function coreutilsPath(): string {
-  const dir = mkdtempSync(join(tmpdir(), "codemode-bench-coreutils-"));
-  const listed = spawnSync("dpkg", ["-L", "coreutils"], { encoding: "utf8" }).stdout ?? "";
-  for (const path of listed.split("\n").filter((p) => /^\/(usr\/)?bin\/[^/]+$/.test(p))) {
-    const link = join(dir, path.split("/").pop()!);
-    if (!existsSync(link)) symlinkSync(path, link);
-  }
-  return dir;
-}
 
 const mib = (bytes: number) => bytes / 2 ** 20;
 
@@ -73,7 +62,7 @@ export async function benchStandalone(): Promise<SectionResult> {
       } MiB; Bun appends embedded files as they are`,
   }));
 
-  const path = coreutilsPath();
+  const path = makeCoreutilsDir("codemode-bench-coreutils-");
   const homes: string[] = [path];
   const home = () => {
     const dir = emptyHome();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a Debian 12 machine for codemode's tests, as root: container engines (podman rootful and
-# rootless, docker), deno and bun, npm dependencies, and the sandbox image in all three engine stores.
+# rootless, docker), python3, deno and bun, npm dependencies, and the sandbox image in all three engine
+# stores.
 # Idempotent: a second run only checks. Prints how long each step took.
 #
 # Environment: CODEMODE_ROOTLESS_USER (default codemode-rootless), CODEMODE_IMAGE (default
@@ -24,10 +25,11 @@ step() { step_started=$(now_ms); echo "==> $*"; }
 done_step() { echo "    done in $(since "$step_started")"; }
 setup_started=$(now_ms)
 
-step "Installing container engines, image tools and the test browser from apt"
+step "Installing container engines, image tools, python3 and the test browser from apt"
 # chromium: the dashboard's browser tests drive Debian's headless Chromium (puppeteer-core downloads none).
+# python3: unit tests run the sandbox runtime with the host's python3 (tests/unit/_local_python.ts).
 packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
-  containernetworking-plugins iptables ca-certificates hyperfine chromium)
+  containernetworking-plugins iptables ca-certificates hyperfine chromium python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

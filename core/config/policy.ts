@@ -9,6 +9,7 @@
  */
 import { globMatches, toolGlobMatches } from "./globs.ts";
 import type { Settings } from "./settings.ts";
+import { withoutUndefined } from "../without_undefined.ts";
 
 /** The rules a policy enforces (the matching settings, validated). */
 export interface PolicyRules {
@@ -70,7 +71,7 @@ export class Policy {
 
   /** A policy over `rules`; `sources` only make refusals say where a rule came from. */
   constructor(rules: Partial<PolicyRules> = {}, sources: RuleSources = {}) {
-    this.rules = { ...OPEN_RULES, ...stripUndefined(rules) };
+    this.rules = { ...OPEN_RULES, ...withoutUndefined(rules) };
     this.sources = sources;
   }
 
@@ -191,8 +192,4 @@ function refuse(reason: string): Verdict {
 
 function quoted(globs: string[]): string {
   return globs.length ? globs.map((g) => `"${g}"`).join(", ") : "nothing";
-}
-
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

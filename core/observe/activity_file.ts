@@ -19,6 +19,7 @@ import { type FileHandle, lstat, open, readdir, rename, rm } from "node:fs/promi
 import { join } from "node:path";
 import { type Activity, activity as processActivity, type ActivityEvent } from "./activity.ts";
 import { log } from "./log.ts";
+import { withoutUndefined } from "../without_undefined.ts";
 import {
   ensurePrivateDir,
   NotPrivateError,
@@ -310,8 +311,4 @@ async function openLog(path: string): Promise<FileHandle> {
 
 function unref(timer: unknown): void {
   (timer as { unref?: () => void }).unref?.();
-}
-
-function withoutUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -32,7 +32,7 @@ import {
   UpstreamClosedError,
   UpstreamStartError,
 } from "./errors.ts";
-import { UpstreamOutputLog } from "./output_log.ts";
+import { clip, UpstreamOutputLog } from "./output_log.ts";
 import { type ExitInfo, UpstreamStdioTransport } from "./stdio_transport.ts";
 import type { UpstreamSkillFile, UpstreamSkills } from "./skills.ts";
 
@@ -528,8 +528,4 @@ function exitText(exit: ExitInfo): string {
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}...` : text;
 }

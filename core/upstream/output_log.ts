@@ -71,6 +71,7 @@ export class UpstreamOutputLog {
   }
 }
 
-function clip(text: string, max: number): string {
+/** `text` cut to `max` characters, with "..." when something was cut (for error messages). */
+export function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}...` : text;
 }

@@ -9,6 +9,7 @@ import type { ServerAuth } from "../auth/server_auth.ts";
 import { type CallOptions, type ServerStatus, UpstreamConnection } from "./connection.ts";
 import { UnknownServerError, UpstreamClosedError } from "./errors.ts";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./stdio_transport.ts";
+import { withoutUndefined } from "../without_undefined.ts";
 
 export type { CallOptions, ServerState, ServerStatus } from "./connection.ts";
 export * from "./errors.ts";
@@ -117,8 +118,4 @@ export class UpstreamPool {
     }
     return this.#get(name);
   }
-}
-
-function withoutUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

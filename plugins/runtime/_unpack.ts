@@ -16,6 +16,7 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createZstdDecompress } from "node:zlib";
 import process from "node:process";
+import { processAlive } from "../../core/process_alive.ts";
 
 /** One file a binary carries. */
 export interface PackedFile {
@@ -119,17 +120,8 @@ async function removeStaleTemps(dir: string, name: string): Promise<void> {
   for (const entry of await readdir(dir).catch(() => [] as string[])) {
     if (!entry.startsWith(prefix) || !entry.endsWith(".tmp")) continue;
     const pid = Number(entry.slice(prefix.length).split(".")[0]);
-    if (!Number.isInteger(pid) || pid === process.pid || running(pid)) continue;
+    if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
     await rm(join(dir, entry), { force: true });
-  }
-}
-
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

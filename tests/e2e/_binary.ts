@@ -12,12 +12,12 @@ import {
   mkdtempSync,
   realpathSync,
   rmSync,
-  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { makeCoreutilsDir } from "./_coreutils.ts";
 
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -198,30 +198,19 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-/** Programs a standalone test must not find on PATH: every way the binary could lean on the machine. */
-export const FORBIDDEN = ["deno", "node", "nodejs", "bun", "podman", "docker", "nerdctl", "runc", "crun"];
+export { FORBIDDEN } from "./_coreutils.ts";
 
 let coreutils: string | undefined;
 
 /**
- * A directory holding only coreutils (symlinks to dpkg's list of them): the PATH of a machine with no
- * Deno, Node, Bun or container engine.
+ * A directory holding only coreutils, made once per test worker and removed when it ends: the PATH of a
+ * machine with no Deno, Node, Bun or container engine.
  */
 export function coreutilsPath(): string {
   if (coreutils) return coreutils;
-  const dir = tempDir("codemode-coreutils-");
-  const listed = spawnSync("dpkg", ["-L", "coreutils"], { encoding: "utf8" }).stdout ?? "";
-  const names = listed.split("\n").filter((p) => /^\/(usr\/)?bin\/[^/]+$/.test(p));
-  if (names.length < 20) {
-    throw new Error(`dpkg -L coreutils listed ${names.length} programs; is this Debian?`);
-  }
-  for (const path of names) {
-    const link = join(dir, path.split("/").pop()!);
-    if (!existsSync(link)) symlinkSync(path, link);
-  }
-  const leaked = FORBIDDEN.filter((name) => existsSync(join(dir, name)));
-  if (leaked.length) throw new Error(`coreutils PATH holds ${leaked.join(", ")}`);
-  return coreutils = dir;
+  coreutils = makeCoreutilsDir();
+  scratch.push(coreutils);
+  return coreutils;
 }
 
 /** The node executable's absolute path (upstream servers are started by it, never found on PATH). */

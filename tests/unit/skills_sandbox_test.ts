@@ -1,9 +1,21 @@
 /**
  * The sandbox side of skills, run with the host's python3 (no container): the `skills` importer fetching
  * code over RPC, tracebacks into skill code, the import-time check, and save_skill taking a function or
- * class defined in an earlier cell.
+ * class defined in an earlier cell. The last tests put the host's own skill RPC methods and policy (a real
+ * skill store in a temp directory, a fake pool) behind the runtime.
  */
 import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { ServerSpec } from "../../core/contracts/discovery.ts";
+import { toolDoc } from "../../core/catalog/docs.ts";
+import { Policy } from "../../core/config/policy.ts";
+import { sandboxApi } from "../../core/sandbox/api.ts";
+import { pythonErrorType } from "../../core/sandbox/rpc.ts";
+import { SkillStore } from "../../core/skills/store.ts";
+import { skillRoots } from "../../core/skills/sources.ts";
 import type { RpcAnswer, RpcFrame } from "./_local_python.ts";
 import { withPython } from "./_local_python.ts";
 
@@ -226,4 +238,140 @@ Deno.test("list_skills, search with detail='full' and capability_summary show sk
       "('(port: str) -> str', 'broken', 'tide_tables', 'tide_tables (Predict high water); field_guide (Only words).')",
     );
   });
+});
+
+const ECHO: Tool = {
+  name: "echo",
+  inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
+};
+/** The runtime's config for these tests: one server, "everything". */
+const EVERYTHING = {
+  max_output: 1024 * 1024,
+  servers: [{ name: "everything", alias: "everything", description: "Test server" }],
+};
+
+/**
+ * The host's RPC methods over a real skill store (saves go to a temp HOME) with `skills` in the user's
+ * skills directory, a pool that records the tool calls reaching it, and `policy`; the notes runs get.
+ */
+async function realHost(skills: Record<string, string>, policy = new Policy()) {
+  const root = mkdtempSync(join(tmpdir(), "codemode-skills-sandbox-"));
+  const roots = skillRoots({ cwd: root, env: { HOME: join(root, "home") } });
+  for (const [name, code] of Object.entries(skills)) {
+    mkdirSync(join(roots[1].path, name), { recursive: true });
+    writeFileSync(
+      join(roots[1].path, name, "SKILL.md"),
+      `---\nname: ${name}\ndescription: Test skill\n---\n`,
+    );
+    writeFileSync(join(roots[1].path, name, "skill.py"), code);
+  }
+  const store = await SkillStore.open({ roots, mode: "rw" });
+  const calls: string[] = [];
+  const pool = {
+    names: () => ["everything"],
+    spec: (name: string) =>
+      ({
+        name,
+        transport: "stdio",
+        command: "x",
+        source: { plugin: "t", file: "/f", key: name },
+      }) as ServerSpec,
+    listTools: () => Promise.resolve([ECHO]),
+    callTool: (server: string, tool: string, args: Record<string, unknown>) => {
+      calls.push(`${server}/${tool}`);
+      return Promise.resolve(
+        { content: [{ type: "text", text: `Echo: ${args.message}` }] } as CallToolResult,
+      );
+    },
+  };
+  const docs = { search: () => [], docs: () => [toolDoc("everything", ECHO)] };
+  const handler = sandboxApi(pool, docs, { unwrap: (r) => r, raw: (r) => r }, policy, {
+    mode: "rw",
+    store: () => Promise.resolve(store),
+    upstream: { readSkill: () => Promise.reject(new RangeError("No upstream skills here")) },
+    skillDocs: () => [],
+    toolDocs: (server) => Promise.resolve(server === "everything" ? [toolDoc(server, ECHO)] : undefined),
+  });
+  const notes: string[] = [];
+  const context = { session: "s", signal: new AbortController().signal, note: (t: string) => notes.push(t) };
+  // As the session does (core/sandbox/session.ts): a thrown error reaches Python as its pythonErrorType.
+  const answer = async (rpc: RpcFrame): Promise<RpcAnswer> => {
+    try {
+      return { value: (await handler(rpc.method, rpc.params, context)) ?? null };
+    } catch (error) {
+      return { error: { type: pythonErrorType(error), message: (error as Error).message } };
+    }
+  };
+  return { answer, calls, notes, store, userDir: roots[1].path };
+}
+
+Deno.test("a skill's tool call the policy denies raises PermissionError in the skill and never reaches the server", async () => {
+  const { answer, calls, notes } = await realHost(
+    {
+      "tide-tables": [
+        "async def predict(port):",
+        "    return await mcp_everything.echo(message=port)",
+        "",
+        "async def careful(port):",
+        "    try:",
+        "        return await mcp_everything.echo(message=port)",
+        "    except PermissionError as error:",
+        "        return f'refused: {error}'",
+        "",
+      ].join("\n"),
+    },
+    new Policy({ denyTools: ["everything/echo"] }, { denyTools: "CODEMODE_DENY_TOOLS" }),
+  );
+  const reason = 'Tool "everything/echo" is denied by policy (CODEMODE_DENY_TOOLS has "everything/echo")';
+  await withPython(async (python) => {
+    const caught = await python.execute("from skills import tide_tables\nawait tide_tables.careful('Oslo')", {
+      answer,
+    });
+    assert.equal(caught.done.status, "ok", caught.done.error);
+    assert.equal(caught.done.value, `'refused: ${reason}'`);
+    // The import-time check saw the refusal coming, in both calls.
+    assert.deepEqual(notes, [
+      `skill "tide-tables" line 2: mcp_everything.echo(...): ${reason}`,
+      `skill "tide-tables" line 6: mcp_everything.echo(...): ${reason}`,
+    ]);
+    const raised = await python.execute("await tide_tables.predict('Oslo')", { answer });
+    assert.equal(raised.done.status, "error");
+    assert.match(raised.done.error!, /File "<skill tide-tables>", line 2, in predict\n/);
+    assert.ok(raised.done.error!.endsWith(`PermissionError: ${reason}\n`), raised.done.error);
+  }, EVERYTHING);
+  assert.deepEqual(calls, [], "no refused call reached the server");
+});
+
+Deno.test("code that does not compile, saved through a forged save_skill RPC, fails to import with a SyntaxError naming the skill", async () => {
+  const { answer, store, userDir } = await realHost({});
+  await withPython(async (python) => {
+    // The compile check is save_skill's, in the sandbox: the raw RPC skips it, and the host (which runs no
+    // Python) stores the code.
+    const forged = await python.execute(
+      "from codemode_runtime import context\n" +
+        "(await context.current().rpc.call('save_skill', " +
+        "{'name': 'bad-one', 'code': 'def f(:\\n    pass\\n', 'description': 'Forged'}))['name']",
+      { answer },
+    );
+    assert.equal(forged.done.status, "ok", forged.done.error);
+    assert.equal(forged.done.value, "'bad-one'");
+    assert.ok(store.find("bad-one"), `saved under ${userDir}`);
+    for (const code of ["from skills import bad_one", "import skills.bad_one"]) {
+      const r = await python.execute(code, { answer });
+      assert.equal(r.done.status, "error");
+      assert.match(
+        r.done.error!,
+        /File "<skill bad-one>", line 1\n {4}def f\(:\n *\^\nSyntaxError: invalid syntax\n$/,
+      );
+      assert.ok(!/codemode_runtime|sandbox\/mcp|_skills\.py/.test(r.done.error!), r.done.error);
+      assert.deepEqual(r.rpcs.map((x) => x.method), ["read_skill"], "nothing to check, nothing run");
+    }
+    // The session and the other skill methods carry on; the skill lists with no functions.
+    const listed = await python.execute("from mcp import runtime\nawait runtime.list_skills()", { answer });
+    assert.equal(listed.done.status, "ok", listed.done.error);
+    assert.equal(
+      listed.done.value,
+      "[{'name': 'bad-one', 'module': 'bad_one', 'description': 'Forged', 'functions': []}]",
+    );
+  }, EVERYTHING);
 });

@@ -232,7 +232,7 @@ export function SearchPanel() {
               <tr data-kind=${h.kind ?? "tool"}>
                 <td>${h.server}${h.kind === "skill"
                   ? html`
-                    <span class="badge skill">skill</span>
+                    <span class="badge skill aside">skill</span>
                   `
                   : null}</td>
                 <td class="mono">${h.tool}</td>

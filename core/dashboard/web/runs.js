@@ -178,7 +178,14 @@ export function ToolCalls({ calls }) {
   `;
 }
 
-const KIND = { "image/png": "PNG", "image/jpeg": "JPEG", "image/svg+xml": "SVG", "text/html": "HTML" };
+const KIND = {
+  "image/png": "PNG",
+  "image/jpeg": "JPEG",
+  "image/svg+xml": "SVG source",
+  "text/html": "HTML source",
+  "text/plain": "text",
+  "text/markdown": "markdown",
+};
 
 /** What the run displayed, in order: images inline, text as text. */
 export function Displays({ end, pid }) {

@@ -52,7 +52,7 @@ export function SkillsPanel() {
                 setOpen(open === k.name ? undefined : k.name)}>
                 <td class="mono">${k.name}${k.version
                   ? html`
-                    <span class="muted">v${k.version}</span>
+                    <span class="muted aside">v${k.version}</span>
                   `
                   : null}</td>
                 <td class="mono">skills.${k.module}</td>

@@ -166,8 +166,16 @@ total`;
   assert.deepEqual(w.problems, []);
 });
 
-test("text that looks like HTML or script in tool arguments and output is shown as text", async (w) => {
+test("text that looks like HTML or script in tool arguments, output and SVG or HTML displays is shown as text", async (w) => {
   const r = await w.served.run(`# hostile text
+class Svg:
+    def _repr_svg_(self):
+        return '<svg xmlns="http://www.w3.org/2000/svg" onload="window.__pwned=3"><script>window.__pwned=4</script></svg>'
+class Page:
+    def _repr_html_(self):
+        return ${JSON.stringify(HOSTILE)}
+display(Svg())
+display(Page())
 r = await mcp_everything.echo(message=${JSON.stringify(HOSTILE)})
 print(${JSON.stringify(HOSTILE)})
 r`);
@@ -179,11 +187,23 @@ r`);
     images: document.querySelectorAll("img").length,
     bold: document.querySelectorAll("main b").length,
     scripts: document.querySelectorAll("main script").length,
+    svgs: document.querySelectorAll("main svg").length,
+    displays: [...document.querySelectorAll("tr.detail pre.display-text")].map((p) => p.textContent),
     args: document.querySelector("tr.detail pre.args")!.textContent,
     stdout: [...document.querySelectorAll("tr.detail .block pre")].map((p) => p.textContent).join("\n"),
   }));
   assert.equal(seen.pwned, undefined, "no script ran");
-  assert.deepEqual([seen.images, seen.bold, seen.scripts], [0, 0, 0], "no element was made from the text");
+  assert.deepEqual(
+    [seen.images, seen.bold, seen.scripts, seen.svgs],
+    [0, 0, 0, 0],
+    "no element was made from the text",
+  );
+  assert.match(
+    seen.displays[0]!,
+    /^<svg xmlns=.*<script>window.__pwned=4<\/script><\/svg>$/,
+    "the SVG, as source",
+  );
+  assert.equal(seen.displays[1], HOSTILE, "the HTML, as source");
   assert.ok(seen.args!.includes(HOSTILE.replaceAll('"', '\\"')), seen.args!);
   assert.ok(seen.stdout.includes(HOSTILE), seen.stdout);
   assert.deepEqual(w.dialogs, []);

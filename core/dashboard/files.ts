@@ -9,7 +9,7 @@
  * @module
  */
 import { constants, type Stats } from "node:fs";
-import { lstat, open, realpath } from "node:fs/promises";
+import { type FileHandle, lstat, open, realpath } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { basename, join } from "node:path";
 import mime from "mime-types";
@@ -102,23 +102,18 @@ export async function sendArtifact(
     });
   }
   const file = artifactFile(sessionArtifactsDir(stateDir, view.pid, session), path);
-  let handle;
-  let stat: Stats;
+  let opened: { handle: FileHandle; stat: Stats };
   try {
     // The whole way down must be real folders: a link anywhere would make realpath differ.
     const expected = artifactFile(sessionArtifactsDir(await realpath(stateDir), view.pid, session), path);
-    if (await realpath(file) !== expected) throw new NotPrivateError(file, "its path goes through a link");
-    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-    stat = await handle.stat();
-    const problem = privateProblem(stat, "file");
-    if (problem) throw new NotPrivateError(file, problem);
+    opened = await openPrivate(file, expected);
   } catch (error) {
-    await handle?.close();
     if ((error as NodeJS.ErrnoException).code === "ENOENT") {
       return json(res, 404, { error: `No artifact ${quotePath(path)} in that session (any more)` });
     }
     return refused(res, error);
   }
+  const { handle, stat } = opened;
   try {
     res.writeHead(200, {
       ...SECURITY_HEADERS,
@@ -137,6 +132,21 @@ export async function sendArtifact(
     });
   } finally {
     await handle.close().catch(() => {});
+  }
+}
+
+/** Opens `file` for reading if its real path is `expected` and it is this user's private regular file. */
+async function openPrivate(file: string, expected: string): Promise<{ handle: FileHandle; stat: Stats }> {
+  if (await realpath(file) !== expected) throw new NotPrivateError(file, "its path goes through a link");
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const stat = await handle.stat();
+    const problem = privateProblem(stat, "file");
+    if (problem) throw new NotPrivateError(file, problem);
+    return { handle, stat };
+  } catch (error) {
+    await handle.close();
+    throw error;
   }
 }
 

@@ -88,8 +88,9 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
 
   program.command("ui")
     .description(
-      "Open the live dashboard of every codemode serve on this machine (runs, tool calls, sessions, servers, " +
-        "search, policy) on 127.0.0.1; prints a one-time login URL on stderr",
+      "Open the live dashboard of every codemode serve on this machine (runs with their displays and " +
+        "artifacts, tool calls, pending approvals, sessions, servers, skills, search, policy) on 127.0.0.1; " +
+        "prints a one-time login URL on stderr",
     )
     .option("--port <n>", "port; 0 picks a free one (default 8766)")
     .option("--no-open", "do not open a browser; just print the login URL")

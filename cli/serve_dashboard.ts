@@ -1,12 +1,14 @@
 /**
  * The dashboard, `/healthz` and `/metrics` of `serve --http`, wired to the running codemode: its health
- * (runtime, sessions, servers up), its search (the catalog under the policy), its token.
+ * (runtime, sessions, servers up), its search (the catalog under the policy, with its skills), its skills,
+ * its token.
  * @module
  */
 import type { Codemode } from "../mod.ts";
 import { serveDashboard } from "../core/dashboard/for_serve.ts";
 import { policySearch } from "../core/dashboard/search.ts";
 import type { Dashboard } from "../core/dashboard/server.ts";
+import { SkillsPanel } from "../core/dashboard/skills.ts";
 import { VERSION } from "../core/version.ts";
 
 /** The dashboard of `app` as `serve --http` serves it. */
@@ -14,6 +16,7 @@ export function dashboardFor(
   app: Codemode,
   options: { token?: string; allowedHosts?: readonly string[] },
 ): Dashboard {
+  const skills = new SkillsPanel(() => app.skillStore(), app.settings.skills);
   return serveDashboard({
     stateDir: app.settings.stateDir,
     version: VERSION,
@@ -28,6 +31,7 @@ export function dashboardFor(
       serversUp: app.servers.filter((s) => app.pool.status(s.name).state === "ready").length,
     }),
     search: policySearch(app.catalog, app.policy),
+    skills: () => skills.view(),
     publishing: app.settings.activity,
   });
 }

@@ -69,7 +69,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
     process.once("SIGTERM", () => resolve("SIGTERM"));
   });
   log.info("shutting down", { why, sessions: http.sessions });
-  dashboard.close();
+  await dashboard.close();
   await Promise.race([
     Promise.allSettled([http.close(), app.close()]),
     new Promise((r) => setTimeout(r, 10_000)),

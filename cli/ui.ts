@@ -11,7 +11,11 @@ import { join } from "node:path";
 import { cliConfig } from "./_config.ts";
 import { ToolCatalog } from "../core/catalog/catalog.ts";
 import { policySearch } from "../core/dashboard/search.ts";
+import { SkillsPanel } from "../core/dashboard/skills.ts";
 import { startUi } from "../core/dashboard/ui.ts";
+import type { Settings } from "../core/config/settings.ts";
+import type { SkillStore } from "../core/skills/store.ts";
+import { skillRoots } from "../core/skills/sources.ts";
 import { VERSION } from "../core/version.ts";
 import { TOKEN_ENV } from "./serve_http.ts";
 
@@ -40,13 +44,21 @@ export async function ui(options: UiCommandOptions): Promise<number> {
   const allowed = config.discovery.servers.filter((s) => config.policy.allowsServer(s.name).ok);
   const catalog = new ToolCatalog(allowed, config.lister, { stateDir: config.settings.stateDir });
   void catalog.start();
+  // Skills as `codemode skills list` reads them; their docs join the search, as in `codemode search`.
+  const skillStore = lazySkills(config.settings, (store) => catalog.setSkillDocs(store.docs()));
+  const skills = new SkillsPanel(skillStore, config.settings.skills);
+  const search = policySearch(catalog, config.policy);
   let server;
   try {
     server = await startUi({
       stateDir: config.settings.stateDir,
       port,
       version: VERSION,
-      search: policySearch(catalog, config.policy),
+      search: async (query, limit) => {
+        await (await skillStore())?.fresh();
+        return search(query, limit);
+      },
+      skills: () => skills.view(),
       token: (options.token ?? process.env[TOKEN_ENV])?.trim() || undefined,
     });
   } catch (error) {
@@ -71,6 +83,32 @@ export async function ui(options: UiCommandOptions): Promise<number> {
   await Promise.allSettled([server.close(), catalog.close(), config.close(), rm(redirect, { force: true })]);
   setTimeout(() => process.exit(0), 50).unref?.();
   return 0;
+}
+
+/** The skill store of `settings`, opened on first use (undefined when skills are off); `loaded` hears each load. */
+function lazySkills(
+  settings: Settings,
+  loaded: (store: SkillStore) => void,
+): () => Promise<SkillStore | undefined> {
+  let opened: Promise<SkillStore | undefined> | undefined;
+  return () =>
+    opened ??= settings.skills === "off" ? Promise.resolve(undefined) : import("../core/skills/store.ts")
+      .then(({ SkillStore }) =>
+        SkillStore.open({
+          roots: skillRoots({ dirs: settings.skillDirs }),
+          mode: settings.skills as "rw" | "ro",
+        })
+      )
+      .then((store) => {
+        loaded(store);
+        store.onChange(() => loaded(store));
+        return store;
+      })
+      .catch((error) => {
+        process.stderr.write(`codemode: could not read the skills: ${(error as Error).message}\n`);
+        opened = undefined;
+        return undefined;
+      });
 }
 
 /**

@@ -31,7 +31,9 @@ import { skillRoots } from "./skills/sources.ts";
 import { type ToolDoc, toolDoc } from "./catalog/docs.ts";
 import { ApprovalBroker } from "./sandbox/approvals.ts";
 import { stats } from "./observe/stats.ts";
-import { ActivityPublisher } from "./observe/activity_file.ts";
+import { ActivityInbox, ActivityPublisher } from "./observe/activity_file.ts";
+import { watched } from "./observe/watchers.ts";
+import { bridgeApprovals, pendingApprovals } from "./serve/approval_activity.ts";
 import type { ServeState } from "./observe/serve_state.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
@@ -82,6 +84,7 @@ export class Codemode {
   #runtimeInUse?: string;
   #stats?: StatsPublisher;
   #activity?: ActivityPublisher;
+  #stopApprovals?: () => void;
   /** The MCP server of each client session, for the clients' names in the published state. */
   #clients = new Map<string, McpServer>();
   #serving: { transport: "stdio" | "http"; url?: string; startedAt: Date } | undefined;
@@ -108,7 +111,12 @@ export class Codemode {
       maxFile: s.maxArtifact,
       maxTotal: s.maxSessionArtifacts,
     });
-    this.approvals = new ApprovalBroker({ timeoutSeconds: s.confirmTimeout, fallback: s.confirmFallback });
+    this.approvals = new ApprovalBroker({
+      timeoutSeconds: s.confirmTimeout,
+      fallback: s.confirmFallback,
+      // A serve that publishes its activity can be answered from a dashboard page that shows it.
+      watched: () => this.#activity !== undefined && watched(s.stateDir, process.pid),
+    });
     this.detections = new DetectionCache(s.stateDir, options.version);
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
@@ -310,6 +318,12 @@ export class Codemode {
       maxBytes: this.settings.activityMax,
     });
     void this.#activity.start();
+    const publisher = this.#activity;
+    this.#stopApprovals = bridgeApprovals(
+      this.approvals,
+      new ActivityInbox(this.settings.stateDir),
+      () => publisher.touch(),
+    );
   }
 
   /** What this process publishes about itself for the dashboard. */
@@ -351,6 +365,8 @@ export class Codemode {
         ),
       },
       metrics: await stats.metrics.codemodeJson(),
+      approvals: pendingApprovals(this.approvals),
+      artifactSessions: [...this.#stores.values()].map((store) => store.id),
     };
   }
 
@@ -384,6 +400,7 @@ export class Codemode {
 
   /** Stops sandboxes and upstream servers. */
   async close(): Promise<void> {
+    this.#stopApprovals?.();
     await Promise.allSettled([
       this.sessions.closeAll(),
       this.pool.close(),

@@ -3,7 +3,8 @@
  * (against a one-line static page from a plain node:http server, in the same browser), and runs per
  * second on one `codemode serve --http` with its dashboard open in a browser against closed, in the same
  * run, alternating, plus a serve with activity publishing off (CODEMODE_ACTIVITY=0): the cost of
- * publishing and of watching.
+ * publishing and of watching. Also the latency of a run that displays a matplotlib figure on both serves:
+ * what keeping the run's image as a file for the dashboard adds.
  * @module
  */
 import { createServer } from "node:http";
@@ -14,7 +15,23 @@ import { fakeHome, IMAGE, percentile, removeHome, row, type SectionResult, works
 import { connect, type HttpServe, type LoadClient, startHttpServe } from "./bench_load.ts";
 
 /** Counts of the dashboard section. */
-export const counts = { paints: 12, clients: 4, runs: 50, rounds: 5 };
+export const counts = { paints: 12, clients: 4, runs: 50, rounds: 5, imageRuns: 20 };
+
+/** A run that displays one matplotlib figure (about 25 KiB of PNG). */
+const FIGURE_RUN = "plt.figure(figsize=(6, 4)); plt.plot([i * i for i in range(100)]); None";
+
+/** Median milliseconds of `counts.imageRuns` sequential runs that each display a figure. */
+async function figureRunMs(client: LoadClient): Promise<number[]> {
+  await client.run("import matplotlib.pyplot as plt");
+  await client.run(FIGURE_RUN); // warm: matplotlib's first figure costs more
+  const times: number[] = [];
+  for (let i = 0; i < counts.imageRuns; i++) {
+    const started = performance.now();
+    await client.run(FIGURE_RUN);
+    times.push(performance.now() - started);
+  }
+  return times;
+}
 
 const CHROMIUM = process.env.CODEMODE_CHROMIUM ?? "/usr/bin/chromium";
 const TOKEN = "bench-dashboard-token";
@@ -115,6 +132,7 @@ export async function benchDashboard(): Promise<SectionResult> {
     clients.push(...offClients);
     const offRates: number[] = [];
     for (let i = 0; i < counts.rounds; i++) offRates.push(await throughput(offClients, counts.runs));
+    const offFigure = await figureRunMs(offClients[0]);
     await Promise.all(offClients.map((c) => c.end()));
     offClients = [];
     clients.length = 0;
@@ -163,6 +181,7 @@ export async function benchDashboard(): Promise<SectionResult> {
       openRates.push(await throughput(onClients, counts.runs));
       await page.close();
     }
+    const onFigure = await figureRunMs(onClients[0]);
     const median = (xs: number[]) => percentile(xs, 0.5);
     const fcp = dash.map((d) => d.fcp).filter(Number.isFinite);
     result.rows.push(
@@ -212,6 +231,17 @@ export async function benchDashboard(): Promise<SectionResult> {
         unit: "runs/s",
         baseline: { label: "a serve with CODEMODE_ACTIVITY=0", value: median(offRates) },
         note: `rounds off ${offRates.map((r) => r.toFixed(0)).join("/")}`,
+      }),
+      row({
+        section: "dashboard",
+        metric:
+          `a run displaying a matplotlib figure, image kept for the dashboard, p50 of ${counts.imageRuns}`,
+        value: median(onFigure),
+        unit: "ms",
+        baseline: { label: "same run, CODEMODE_ACTIVITY=0", value: median(offFigure) },
+        note: `p95 ${percentile(onFigure, 0.95).toFixed(1)} ms against ${
+          percentile(offFigure, 0.95).toFixed(1)
+        } ms`,
       }),
     );
     result.notes.push(

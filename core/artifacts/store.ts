@@ -42,6 +42,11 @@ const DEFAULT_MAX_FILES = 1000;
 /** Bytes of a file's start kept to tell text from binary when its name says nothing. */
 const SNIFF_BYTES = 4096;
 
+/** Where artifact `path` of the session kept in `dir` lies on the host (`path` must have passed the rules). */
+export function artifactFile(dir: string, path: string): string {
+  return join(dir, "files", path);
+}
+
 /** One session's artifacts. */
 export class ArtifactStore {
   /** The session's id in URIs: 128 random bits, so no one can guess another session's. */
@@ -89,7 +94,7 @@ export class ArtifactStore {
 
   /** Where artifact `path` is kept on the host (for `codemode run --artifacts`). */
   filePath(path: string): string {
-    return join(this.dir, "files", path);
+    return artifactFile(this.dir, path);
   }
 
   /** Opens a known artifact for reading, never through a symlink; undefined when the session has none. */

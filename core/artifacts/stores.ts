@@ -17,6 +17,11 @@ export function processFolderName(host: string, pid: number): string {
   return `${host.replace(/[^A-Za-z0-9.-]/g, "_")}-${pid}`;
 }
 
+/** The folder of the artifacts of session `session` of codemode process `pid` on this host. */
+export function sessionArtifactsDir(stateDir: string, pid: number, session: string): string {
+  return join(stateDir, "artifacts", processFolderName(hostname(), pid), session);
+}
+
 /** Every artifact store of this process. */
 export class ArtifactStores {
   /** `<state dir>/artifacts`: one folder per codemode process. */

@@ -10,6 +10,8 @@ import indexHtml from "./web/index.html" with { type: "text" };
 import appJs from "./web/app.js" with { type: "text" };
 import runsJs from "./web/runs.js" with { type: "text" };
 import panelsJs from "./web/panels.js" with { type: "text" };
+import approvalsJs from "./web/approvals.js" with { type: "text" };
+import skillsJs from "./web/skills.js" with { type: "text" };
 import formatJs from "./web/format.js" with { type: "text" };
 import styleCss from "./web/style.css" with { type: "text" };
 import iconSvg from "./web/icon.svg" with { type: "text" };
@@ -34,6 +36,8 @@ const FILES: Record<string, [string, string]> = {
   "app.js": [appJs, JS],
   "runs.js": [runsJs, JS],
   "panels.js": [panelsJs, JS],
+  "approvals.js": [approvalsJs, JS],
+  "skills.js": [skillsJs, JS],
   "format.js": [formatJs, JS],
   "style.css": [styleCss, "text/css; charset=utf-8"],
   "icon.svg": [iconSvg, "image/svg+xml"],

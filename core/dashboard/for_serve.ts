@@ -7,9 +7,11 @@
 import { randomBytes } from "node:crypto";
 import type { SearchHit } from "../catalog/index.ts";
 import { stats } from "../observe/stats.ts";
+import { WatchMarker } from "../observe/watchers.ts";
 import { DashboardAuth } from "./auth.ts";
 import { LiveServes } from "./live_serves.ts";
 import { Dashboard, type HealthBody } from "./server.ts";
+import type { SkillsView } from "./skills.ts";
 
 /** What the serve's dashboard needs from the running codemode. */
 export interface ServeDashboardOptions {
@@ -20,6 +22,8 @@ export interface ServeDashboardOptions {
   allowedHosts?: readonly string[];
   health(): HealthBody;
   search(query: string, limit: number): SearchHit[] | Promise<SearchHit[]>;
+  /** The skills this serve loads. */
+  skills?(): Promise<SkillsView>;
   /** Whether this serve publishes its activity (CODEMODE_ACTIVITY); the page has nothing to show if not. */
   publishing: boolean;
 }
@@ -40,6 +44,9 @@ export function serveDashboard(options: ServeDashboardOptions): Dashboard {
     health: options.health,
     metrics: () => stats.metrics.text(),
     search: options.search,
+    ...(options.skills ? { skills: options.skills } : {}),
+    // An open page can answer this serve's approvals, also for clients that cannot be asked.
+    ...(options.publishing ? { watch: new WatchMarker(options.stateDir, { only: process.pid }) } : {}),
     ...(options.publishing ? {} : {
       notice:
         "This serve does not publish its activity (CODEMODE_ACTIVITY=0), so there is nothing to show; " +

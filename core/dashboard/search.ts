@@ -1,6 +1,6 @@
 /**
- * The dashboard's search: `codemode search` over a tool catalog, with what the policy refuses left out
- * (more hits are asked for, so refused tools don't leave the list short).
+ * The dashboard's search: `codemode search` over a tool catalog (and the skills it holds), with the tools
+ * the policy refuses left out (more hits are asked for, so refused tools don't leave the list short).
  * @module
  */
 import type { ToolCatalog } from "../catalog/catalog.ts";
@@ -17,6 +17,7 @@ export function policySearch(
     const annotations = new Map(catalog.docs().map((d) => [`${d.server}\0${d.tool}`, d.annotations]));
     return catalog.search(query, { limit: Math.max(100, limit) })
       .filter((hit) =>
+        hit.kind === "skill" ||
         policy.allowsTool(hit.server, hit.tool, annotations.get(`${hit.server}\0${hit.tool}`)).ok
       )
       .slice(0, limit);

@@ -1,9 +1,11 @@
 /**
  * The dashboard's HTTP face, shared by `codemode ui` and `serve --http`: the page and its assets at `/`,
- * its data (`/api/state`, live updates over server-sent events at `/api/events`, `/api/search`, answers
- * to approvals), `/healthz` and `/metrics`. Every request passes the Host and Origin checks of
- * `serve --http` (no DNS rebinding, no cross-site requests); everything but `/healthz` needs the login
- * cookie or the token (see auth.ts), and answers 401 without.
+ * its data (`/api/state`, live updates over server-sent events at `/api/events`, `/api/search`,
+ * `/api/skills`), the files of a serve's runs (their images and artifacts, files.ts), answers to
+ * approvals, `/healthz` and `/metrics`. Every request passes the Host and Origin checks of `serve --http`
+ * (no DNS rebinding, no cross-site requests); everything but `/healthz` needs the login cookie or the
+ * token (see auth.ts), and answers 401 without. While a page is open, the watch marker says so, so a
+ * serve whose client cannot be asked for an approval lets the question wait for the page.
  * @module
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -12,9 +14,13 @@ import { readBody } from "../serve/node_http_bridge.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { log } from "../observe/log.ts";
 import { METRICS_CONTENT_TYPE } from "../observe/metrics.ts";
+import type { WatchMarker } from "../observe/watchers.ts";
 import type { DashboardAuth } from "./auth.ts";
 import { type Asset, dashboardAssets } from "./assets.ts";
-import type { LiveServes, LiveUpdate } from "./live_serves.ts";
+import type { LiveServes, LiveUpdate, ServeView } from "./live_serves.ts";
+import { sendArtifact, sendDisplay } from "./files.ts";
+import { json, SECURITY_HEADERS } from "./responses.ts";
+import type { SkillsView } from "./skills.ts";
 
 /** The body of `GET /healthz`: liveness and a few counts, nothing private. */
 export interface HealthBody {
@@ -42,9 +48,17 @@ export interface DashboardOptions {
   /** The Prometheus text of `/metrics`. */
   metrics(): Promise<string>;
   search(query: string, limit: number): SearchHit[] | Promise<SearchHit[]>;
+  /** The skills panel's data (`codemode skills list`'s view); without it the panel says skills are off. */
+  skills?(): Promise<SkillsView>;
+  /** Says whether pages are open (see core/observe/watchers.ts). */
+  watch?: WatchMarker;
   /** A sentence the page shows above everything (why it may look empty, say). */
   notice?: string;
 }
+
+/** The routes under `/api/serves/<pid>/`: what each names and which method it takes. */
+const SERVE_ROUTE = /^\/api\/serves\/([1-9][0-9]{0,9})\/(approvals|displays|artifacts)\/(.+)$/;
+const APPROVAL_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /** Events a page gets at once on connecting, per serve; older ones are in `/api/state`. */
 const SNAPSHOT_EVENTS = 1000;
@@ -52,14 +66,7 @@ const SNAPSHOT_EVENTS = 1000;
 const MAX_BACKLOG_BYTES = 8 * 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
 const ANSWERS = new Set(["approve", "decline"]);
-
-const SECURITY_HEADERS: Record<string, string> = {
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
-  "cross-origin-opener-policy": "same-origin",
-  "cross-origin-resource-policy": "same-origin",
-};
+const SCOPES = new Set(["once", "session"]);
 
 /** Serves the dashboard's requests. */
 export class Dashboard {
@@ -71,11 +78,12 @@ export class Dashboard {
     this.#options = options;
   }
 
-  /** Ends every open live-update stream (the server is closing). */
-  close(): void {
+  /** Ends every open live-update stream (the server is closing); resolves once the watch marker is gone. */
+  async close(): Promise<void> {
     for (const res of this.#streams) res.end();
     this.#streams.clear();
     this.#options.serves.close();
+    await this.#options.watch?.close();
   }
 
   /** Answers one request (any path: unknown ones get 404). */
@@ -91,7 +99,8 @@ export class Dashboard {
     }
     const path = url.pathname;
     const method = req.method ?? "GET";
-    const post = /^\/api\/serves\/(\d+)\/approvals\/([A-Za-z0-9_.:-]{1,128})$/.exec(path);
+    const serveRoute = SERVE_ROUTE.exec(path);
+    const post = serveRoute?.[2] === "approvals";
     const known = path === "/" || path === "/healthz" || path === "/metrics" || path.startsWith("/assets/") ||
       path.startsWith("/api/");
     if (!known) return this.#notFound(res, path);
@@ -118,8 +127,31 @@ export class Dashboard {
     if (path === "/api/state") return json(res, 200, await this.#snapshot());
     if (path === "/api/events") return this.#stream(req, res);
     if (path === "/api/search") return this.#search(res, url);
-    if (post) return this.#answer(req, res, Number(post[1]), post[2]);
+    if (path === "/api/skills") return this.#skills(res);
+    if (serveRoute) return this.#serveRoute(req, res, Number(serveRoute[1]), serveRoute[2], serveRoute[3]);
     return this.#notFound(res, path);
+  }
+
+  /** A route under `/api/serves/<pid>/`: only for a serve shown here (alive, publishing, ours). */
+  async #serveRoute(
+    req: IncomingMessage,
+    res: ServerResponse,
+    pid: number,
+    kind: string,
+    rest: string,
+  ): Promise<void> {
+    const view = await this.#view(pid);
+    if (!view) return json(res, 404, { error: `No serve with pid ${pid} is shown here` });
+    const stateDir = this.#options.serves.stateDir;
+    if (kind === "displays") return sendDisplay(req, res, stateDir, view, rest);
+    if (kind === "artifacts") return sendArtifact(req, res, stateDir, view, rest);
+    return this.#answer(req, res, view, rest);
+  }
+
+  /** Serve `pid` as last read, read again first (its state may have changed since the last poll). */
+  async #view(pid: number): Promise<ServeView | undefined> {
+    await this.#options.serves.refresh();
+    return this.#options.serves.serves().find((s) => s.pid === pid);
   }
 
   #notFound(res: ServerResponse, path: string): void {
@@ -188,15 +220,18 @@ export class Dashboard {
       res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
     this.#streams.add(res);
+    void this.#options.watch?.pages(this.#streams.size);
     let off = () => {};
     let closed = false;
     const heartbeat = setInterval(() => !res.writableEnded && res.write(": ping\n\n"), HEARTBEAT_MS);
     (heartbeat as { unref?: () => void }).unref?.();
     const done = () => {
+      if (closed) return;
       closed = true;
       off();
       clearInterval(heartbeat);
       this.#streams.delete(res);
+      void this.#options.watch?.pages(this.#streams.size);
     };
     // Listen for the page going away first: it may leave while the snapshot is read.
     req.once("close", done);
@@ -223,23 +258,52 @@ export class Dashboard {
     }
   }
 
-  /** Passes an answer to a pending approval to the serve that asked, through its inbox. */
-  async #answer(req: IncomingMessage, res: ServerResponse, pid: number, id: string): Promise<void> {
+  async #skills(res: ServerResponse): Promise<void> {
+    if (!this.#options.skills) {
+      return json(res, 200, { mode: "off", directories: [], skills: [], diagnostics: [] });
+    }
+    try {
+      json(res, 200, await this.#options.skills());
+    } catch (error) {
+      json(res, 500, { error: `Could not read the skills: ${(error as Error).message}` });
+    }
+  }
+
+  /**
+   * Passes an answer to a pending approval to the serve that asked, through its inbox; only for a question
+   * that serve says is open, so a late or made-up answer is refused here with a reason.
+   */
+  async #answer(req: IncomingMessage, res: ServerResponse, view: ServeView, id: string): Promise<void> {
     // A JSON body cannot come from a plain cross-site form: browsers must ask first, and Origin is checked.
     if (!/^application\/json\b/i.test(req.headers["content-type"] ?? "")) {
       return json(res, 415, { error: "Send the answer as JSON: Content-Type: application/json" });
     }
     const body = await readBody(req, 4096);
-    let answer: unknown;
+    let parsed: { answer?: unknown; scope?: unknown } | undefined;
     try {
-      answer = body === "too large" ? undefined : JSON.parse(new TextDecoder().decode(body)).answer;
+      parsed = body === "too large" ? undefined : JSON.parse(new TextDecoder().decode(body));
     } catch { /* answered below */ }
-    if (typeof answer !== "string" || !ANSWERS.has(answer)) {
-      return json(res, 400, { error: 'Invalid answer: send {"answer": "approve"} or {"answer": "decline"}' });
+    const answer = parsed?.answer;
+    const scope = parsed?.scope;
+    if (
+      typeof answer !== "string" || !ANSWERS.has(answer) ||
+      (scope !== undefined && !SCOPES.has(String(scope)))
+    ) {
+      return json(res, 400, {
+        error: 'Invalid answer: send {"answer": "approve"} or {"answer": "decline"} ' +
+          '(optionally with "scope": "once" or "session")',
+      });
+    }
+    if (!APPROVAL_ID.test(id) || !view.state.approvals?.some((a) => a.id === id)) {
+      return json(res, 404, {
+        error: `No open question "${id.slice(0, 128)}" on serve ${view.pid}: it was answered, timed out or ` +
+          "withdrawn (its run ended), or never asked",
+      });
     }
     try {
-      const sent = await this.#options.serves.send(pid, { kind: "approval", id, answer, from: "dashboard" });
-      if (!sent) return json(res, 404, { error: `No serve with pid ${pid} is shown here` });
+      const message = { kind: "approval", id, answer, ...(scope ? { scope } : {}), from: "dashboard" };
+      const sent = await this.#options.serves.send(view.pid, message);
+      if (!sent) return json(res, 404, { error: `No serve with pid ${view.pid} is shown here` });
     } catch (error) {
       return json(res, 409, { error: `Could not pass the answer on: ${(error as Error).message}` });
     }
@@ -261,16 +325,6 @@ function sendAsset(req: IncomingMessage, res: ServerResponse, asset: Asset, csp?
   }
   res.writeHead(200, { ...headers, "content-length": String(asset.body.length) });
   res.end(req.method === "HEAD" ? undefined : asset.body);
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    ...SECURITY_HEADERS,
-    "content-type": "application/json; charset=utf-8",
-    "cache-control": "no-store",
-  });
-  res.end(text);
 }
 
 function notAllowed(res: ServerResponse, allow: string): void {

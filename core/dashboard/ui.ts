@@ -18,9 +18,11 @@ import {
 import type { SearchHit } from "../catalog/index.ts";
 import { allowedHostsFor } from "../serve/http_guard.ts";
 import { log } from "../observe/log.ts";
+import { WatchMarker } from "../observe/watchers.ts";
 import { DashboardAuth } from "./auth.ts";
 import { LiveServes } from "./live_serves.ts";
 import { Dashboard, type HealthBody } from "./server.ts";
+import type { SkillsView } from "./skills.ts";
 
 /** The address `codemode ui` listens on: loopback, never anything else. */
 export const UI_HOST = "127.0.0.1";
@@ -32,6 +34,8 @@ export interface UiOptions {
   port: number;
   version: string;
   search(query: string, limit: number): SearchHit[] | Promise<SearchHit[]>;
+  /** The skills panel's data, as `codemode skills list` reads it. */
+  skills?(): Promise<SkillsView>;
   /** Also accept this bearer token (for scripts and scrapers); the login code works either way. */
   token?: string;
   /** Milliseconds between reads of the serves' files while a page is open. */
@@ -87,6 +91,8 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
       return await Registry.merge([AggregatorRegistry.aggregate(published), own]).metrics();
     },
     search: options.search,
+    ...(options.skills ? { skills: options.skills } : {}),
+    watch: new WatchMarker(options.stateDir),
   });
   const http: Server = createServer((req, res) => {
     dashboard.handle(req, res).catch((error) => {
@@ -110,7 +116,7 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
     url,
     loginUrl: `${url}?login=${auth.loginCode}`,
     async close() {
-      dashboard.close();
+      await dashboard.close();
       const closed = new Promise<void>((resolve) => http.close(() => resolve()));
       (http as { closeAllConnections?: () => void }).closeAllConnections?.();
       await closed;

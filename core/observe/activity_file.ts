@@ -8,6 +8,8 @@
  * - `<pid>.events.jsonl`: its events, one JSON object a line, appended in batches every `flushMs`; past
  *   `maxBytes` the file is renamed to `<pid>.events.1.jsonl` (replacing the older one) and a new one
  *   begins, so a serve never holds more than twice `maxBytes` on disk;
+ * - `<pid>.displays/`: the images its recent runs displayed, one 0600 file each, within a cap
+ *   (display_files.ts); a run end event names the files of its images;
  * - `<pid>.inbox/`: messages to it (answers given on the dashboard), one 0600 file each.
  *
  * Every file is 0600 and trusted only when private (see private_files.ts). A serve removes its files
@@ -17,7 +19,14 @@
 import { constants } from "node:fs";
 import { type FileHandle, lstat, open, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { type Activity, activity as processActivity, type ActivityEvent } from "./activity.ts";
+import {
+  type Activity,
+  activity as processActivity,
+  type ActivityEvent,
+  type Attachments,
+  type RunEndEvent,
+} from "./activity.ts";
+import { ImageBudget, imageDefaults, placeImages } from "./display_files.ts";
 import { log } from "./log.ts";
 import { withoutUndefined } from "../without_undefined.ts";
 import {
@@ -38,6 +47,7 @@ export function activityFiles(stateDir: string, pid: number): {
   state: string;
   events: string;
   rotated: string;
+  displays: string;
   inbox: string;
 } {
   const dir = activityDir(stateDir);
@@ -45,6 +55,7 @@ export function activityFiles(stateDir: string, pid: number): {
     state: join(dir, `${pid}.json`),
     events: join(dir, `${pid}.events.jsonl`),
     rotated: join(dir, `${pid}.events.1.jsonl`),
+    displays: join(dir, `${pid}.displays`),
     inbox: join(dir, `${pid}.inbox`),
   };
 }
@@ -53,7 +64,7 @@ export function activityFiles(stateDir: string, pid: number): {
 const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 
 /** Defaults of {@link ActivityPublisherOptions}. */
-export const defaults = { maxBytes: 4 * 1024 * 1024, flushMs: 100, stateMs: 500 };
+export const defaults = { maxBytes: 4 * 1024 * 1024, flushMs: 100, stateMs: 500, ...imageDefaults };
 
 /** Options of an {@link ActivityPublisher}. */
 export interface ActivityPublisherOptions {
@@ -67,6 +78,10 @@ export interface ActivityPublisherOptions {
   flushMs?: number;
   /** Milliseconds between checks of the state for changes. */
   stateMs?: number;
+  /** Bytes all kept images may take (see display_files.ts). */
+  maxImageBytes?: number;
+  /** Runs whose images are kept. */
+  maxImageRuns?: number;
 }
 
 /** Keeps this process's activity files up to date until stopped. */
@@ -87,6 +102,8 @@ export class ActivityPublisher {
   #chain: Promise<void> = Promise.resolve();
   #stopped = false;
   #broken = false;
+  #images: ImageBudget;
+  #imageFailed = false;
 
   /** Publishes into `<stateDir>/activity/`; nothing is written until `start()`. */
   constructor(stateDir: string, options: ActivityPublisherOptions) {
@@ -94,15 +111,19 @@ export class ActivityPublisher {
     this.#options = { ...defaults, ...withoutUndefined(options), state: options.state };
     this.#activity = options.activity ?? processActivity;
     this.files = activityFiles(stateDir, process.pid);
+    this.#images = new ImageBudget(this.#options.maxImageBytes, this.#options.maxImageRuns);
   }
 
   /** Creates the files, starts listening, and writes the state now; resolves once the files exist. */
   start(): Promise<void> {
     if (this.#unsubscribe || this.#stopped) return this.#chain;
-    this.#unsubscribe = this.#activity.subscribe((event) => this.#queue(event));
+    this.#unsubscribe = this.#activity.subscribe((event, attachments) => this.#queue(event, attachments));
     this.#enqueue(async () => {
       await ensurePrivateDir(activityDir(this.#stateDir));
       await ensurePrivateDir(this.files.inbox);
+      // A dead process with this pid may have left images: they are not ours to show.
+      await rm(this.files.displays, { force: true, recursive: true });
+      await ensurePrivateDir(this.files.displays);
       await rm(this.files.rotated, { force: true });
       this.#events = await openLog(this.files.events);
       this.#size = 0;
@@ -120,6 +141,11 @@ export class ActivityPublisher {
     await this.#chain;
   }
 
+  /** Writes the state now rather than at the next check (it changed in a way a person waits on). */
+  touch(): void {
+    this.#enqueueState();
+  }
+
   /** Stops publishing and removes this process's files. */
   async stop(): Promise<void> {
     if (this.#stopped) return;
@@ -134,8 +160,11 @@ export class ActivityPublisher {
     );
   }
 
-  #queue(event: ActivityEvent): void {
+  #queue(event: ActivityEvent, attachments?: Attachments): void {
     if (this.#broken) return;
+    if (event.kind === "run.end" && attachments?.images?.size && event.displays) {
+      event = this.#keepImages(event, attachments.images);
+    }
     const line = JSON.stringify(event);
     // Bounded in memory too: if the disk cannot keep up, the oldest waiting events are dropped.
     this.#pending.push(line);
@@ -148,6 +177,30 @@ export class ActivityPublisher {
       this.#flushTimer = setTimeout(() => this.#enqueueEvents(), this.#options.flushMs);
       unref(this.#flushTimer);
     }
+  }
+
+  /**
+   * The run end with each image display naming its file (or why it was not kept); the files are written,
+   * and older runs' images removed, before the event reaches the log, so a reader never finds an event
+   * whose image is still missing.
+   */
+  #keepImages(event: RunEndEvent, images: Map<number, Uint8Array>): RunEndEvent {
+    const { event: named, writes, evicted } = placeImages(event, images, this.#images);
+    this.#enqueue(async () => {
+      try {
+        for (const image of writes) {
+          await writePrivateFile(join(this.files.displays, image.name), image.bytes);
+        }
+        for (const name of evicted) await rm(join(this.files.displays, name), { force: true });
+      } catch (error) {
+        // The events go on; the page says an image it cannot load is no longer kept.
+        if (!this.#imageFailed) {
+          log.warn("cannot keep a run's images for the dashboard", { error: (error as Error).message });
+        }
+        this.#imageFailed = true;
+      }
+    });
+    return named;
   }
 
   #enqueueEvents(): void {

@@ -1,8 +1,8 @@
 /**
  * The state a serving process publishes for the dashboard (`<pid>.json` under the activity folder): who
  * it is, its client sessions and their sandboxes, its upstream servers and their tools, its effective
- * policy and its metrics. Later capabilities add sections of their own (skills, pending approvals) as
- * optional members; the dashboard shows the sections it knows.
+ * policy, its metrics, the approval questions open right now and the artifact sessions still alive. New
+ * capabilities add sections of their own as optional members; the dashboard shows the sections it knows.
  * @module
  */
 import type { MetricObjectWithValues, MetricValue } from "prom-client";
@@ -48,6 +48,25 @@ export interface PolicyInfo {
   sources: Record<string, string>;
 }
 
+/** An approval question waiting for a person: the dashboard shows it with Approve and Decline. */
+export interface PendingApprovalInfo {
+  /** What the dashboard answers by. */
+  id: string;
+  /** The client session whose code made the call. */
+  session: string;
+  /** The run (request id) whose call waits. */
+  requestId?: string;
+  server: string;
+  tool: string;
+  /** The arguments as the question shows them: clipped, configured secrets redacted. */
+  summary: string;
+  reason: string;
+  askedAt: string;
+  expiresAt: string;
+  /** Whether the MCP client was asked too; false when only the dashboard can answer. */
+  client: boolean;
+}
+
 /** Everything one serve publishes about itself. */
 export interface ServeState {
   pid: number;
@@ -66,4 +85,8 @@ export interface ServeState {
   policy: PolicyInfo;
   /** The codemode_* metrics in prom-client's JSON form, for `codemode ui` to aggregate. */
   metrics: MetricObjectWithValues<MetricValue<string>>[];
+  /** Approval questions open now, oldest first. */
+  approvals?: PendingApprovalInfo[];
+  /** The ids of the artifact sessions still alive (their files can be downloaded). */
+  artifactSessions?: string[];
 }

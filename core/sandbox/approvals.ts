@@ -3,7 +3,9 @@
  * per session and in the order they came, each with a timeout. The broker keeps the open questions, so
  * anything on the host (the MCP client's elicitation, a web page) can list them and answer one by id;
  * the first answer wins and the other asker is told to stop. `scope: "session"` approves a tool for the
- * rest of its session. Sandbox code never reaches the broker: it only sees the answer to its call.
+ * rest of its session. A client that cannot be asked gets the fallback, unless it is "deny" and a person
+ * can answer elsewhere (a dashboard page shows this process): then the question waits for that answer.
+ * Sandbox code never reaches the broker: it only sees the answer to its call.
  * @module
  */
 import { randomUUID } from "node:crypto";
@@ -66,12 +68,21 @@ export interface PendingApproval extends ApprovalRequest {
   askedAt: string;
   /** When it counts as declined (ISO 8601). */
   expiresAt: string;
+  /** Whether the session's MCP client was asked; false when only an answer from elsewhere can settle it. */
+  client: boolean;
 }
 
 /** What subscribers hear: a question was put to the person, or it ended. */
 export type ApprovalEvent =
   | { type: "opened"; approval: PendingApproval }
-  | { type: "closed"; approval: PendingApproval; outcome: ApprovalOutcome; scope?: "once" | "session" };
+  | {
+    type: "closed";
+    approval: PendingApproval;
+    outcome: ApprovalOutcome;
+    scope?: "once" | "session";
+    /** Who answered: "client", or what `answer()` was told (e.g. "dashboard"); absent when nobody did. */
+    via?: string;
+  };
 
 /** How questions are asked. */
 export interface ApprovalOptions {
@@ -79,6 +90,11 @@ export interface ApprovalOptions {
   timeoutSeconds: number;
   /** When nobody can be asked: refuse the call, or let it run and note that in the result. */
   fallback: "deny" | "allow";
+  /**
+   * Whether a person can answer from elsewhere right now (a dashboard page shows this process). With the
+   * "deny" fallback, a question the client cannot be asked then waits for that answer.
+   */
+  watched?: () => boolean | Promise<boolean>;
 }
 
 /** Most characters of one argument's value, and of the whole summary, a question shows. */
@@ -93,8 +109,12 @@ interface SessionState {
 
 interface Open {
   approval: PendingApproval;
-  settle(outcome: ApprovalOutcome, decision?: ApprovalDecision): void;
+  settle(outcome: ApprovalOutcome, decision?: ApprovalDecision, via?: string): void;
 }
+
+/** Asks nobody: waits until the question is answered from elsewhere, times out or is withdrawn. */
+const answerFromElsewhere: Ask = (_question, signal) =>
+  new Promise((resolve) => signal.addEventListener("abort", () => resolve("cancelled"), { once: true }));
 
 /** The questions of one codemode process. */
 export class ApprovalBroker {
@@ -119,7 +139,9 @@ export class ApprovalBroker {
       const state = this.#state(session);
       const key = `${request.server}/${request.tool}`;
       if (state.approved.has(key)) return { approved: true, outcome: "remembered" };
-      if (!ask) return this.#unavailable(request, session, requestId);
+      let asker = ask;
+      if (!asker && this.options.fallback === "deny" && await this.#watched()) asker = answerFromElsewhere;
+      if (!asker) return this.#unavailable(request, session, requestId);
       const turn = state.tail.then(async () => {
         if (state.approved.has(key)) return { approved: true, outcome: "remembered" } as ApprovalAnswer;
         if (signal.aborted) return refusal(request, "cancelled", "the run ended before the user was asked");
@@ -130,7 +152,7 @@ export class ApprovalBroker {
             "an earlier question of this run got no answer, so it was not asked",
           );
         }
-        const answer = await this.#ask(session, requestId, request, ask, signal);
+        const answer = await this.#ask(session, requestId, request, asker, signal, asker === ask);
         if (answer.outcome === "timeout") unanswered = true;
         return answer;
       });
@@ -144,11 +166,14 @@ export class ApprovalBroker {
     return [...this.#open.values()].map((o) => ({ ...o.approval }));
   }
 
-  /** Answers an open question; false when no question with this id is open (answered, timed out, unknown). */
-  answer(id: string, decision: ApprovalDecision): boolean {
+  /**
+   * Answers an open question (`via` says from where, e.g. "dashboard"); false when no question with this
+   * id is open (answered, timed out, unknown).
+   */
+  answer(id: string, decision: ApprovalDecision, via?: string): boolean {
     const open = this.#open.get(id);
     if (!open) return false;
-    open.settle(decision.approve ? "approved" : "declined", decision);
+    open.settle(decision.approve ? "approved" : "declined", decision, via);
     return true;
   }
 
@@ -175,6 +200,7 @@ export class ApprovalBroker {
     request: ApprovalRequest,
     ask: Ask,
     signal: AbortSignal,
+    client: boolean,
   ): Promise<ApprovalAnswer> {
     const ms = this.options.timeoutSeconds * 1000;
     const now = Date.now();
@@ -186,14 +212,21 @@ export class ApprovalBroker {
       message: questionText(request, this.options.timeoutSeconds),
       askedAt: new Date(now).toISOString(),
       expiresAt: new Date(now + ms).toISOString(),
+      client,
     };
     const fields = { approval: approval.id, server: request.server, tool: request.tool, requestId };
     const asked = performance.now();
     const stop = new AbortController();
     return new Promise<ApprovalAnswer>((resolve) => {
       const timer = setTimeout(() => settle("timeout"), ms);
-      const onAbort = () => settle("cancelled", undefined, "the run ended before the user answered");
-      const settle = (outcome: ApprovalOutcome, decision?: ApprovalDecision, why = this.#why(outcome)) => {
+      const onAbort = () =>
+        settle("cancelled", undefined, undefined, "the run ended before the user answered");
+      const settle = (
+        outcome: ApprovalOutcome,
+        decision?: ApprovalDecision,
+        via?: string,
+        why = this.#why(outcome),
+      ) => {
         if (!this.#open.delete(approval.id)) return;
         clearTimeout(timer);
         signal.removeEventListener("abort", onAbort);
@@ -205,9 +238,16 @@ export class ApprovalBroker {
           ...fields,
           outcome,
           scope,
+          via,
           ms: Math.round(performance.now() - asked),
         });
-        this.#emit({ type: "closed", approval, outcome, ...(scope ? { scope } : {}) });
+        this.#emit({
+          type: "closed",
+          approval,
+          outcome,
+          ...(scope ? { scope } : {}),
+          ...(via ? { via } : {}),
+        });
         resolve(outcome === "approved" ? { approved: true, outcome } : refusal(request, outcome, why));
       };
       this.#open.set(approval.id, { approval, settle });
@@ -218,13 +258,14 @@ export class ApprovalBroker {
       ask(approval, stop.signal).then(
         (decision) =>
           decision === "cancelled"
-            ? settle("cancelled")
-            : settle(decision.approve ? "approved" : "declined", decision),
+            ? settle("cancelled", undefined, client ? "client" : undefined)
+            : settle(decision.approve ? "approved" : "declined", decision, "client"),
         (error) => {
           // A client that fails to show the question (or went away) gave no approval.
           if (!stop.signal.aborted) log.warn("approval question failed", { ...fields, error: String(error) });
           settle(
             "cancelled",
+            undefined,
             undefined,
             `the client could not show the question (${String(error).slice(0, 200)})`,
           );
@@ -232,6 +273,14 @@ export class ApprovalBroker {
       );
       if (signal.aborted) onAbort();
     });
+  }
+
+  async #watched(): Promise<boolean> {
+    try {
+      return Boolean(await this.options.watched?.());
+    } catch {
+      return false;
+    }
   }
 
   #why(outcome: ApprovalOutcome): string | undefined {
@@ -267,7 +316,9 @@ export class ApprovalBroker {
       outcome: "unavailable",
       message:
         `Call to ${id} needs the user's approval (${request.reason}), and this client cannot ask: it ` +
-        "does not support MCP elicitation. Use a client that does, or set CODEMODE_CONFIRM_FALLBACK=allow",
+        "does not support MCP elicitation. Use a client that does, " +
+        (this.options.watched ? "keep the dashboard (codemode ui) open to answer there, " : "") +
+        "or set CODEMODE_CONFIRM_FALLBACK=allow",
     };
   }
 

@@ -65,7 +65,7 @@ export async function serveArtifact(
 }
 
 /** A Content-Disposition that names the file safely in any browser (ASCII fallback plus UTF-8 name). */
-function attachment(name: string): string {
+export function attachment(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, "_");
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }

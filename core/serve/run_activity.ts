@@ -1,11 +1,12 @@
 /**
  * The activity events of a run_python call: its start (the code) and its end (status, duration, output,
- * value, error). What a run produces besides text (displays, artifacts) becomes events of its own kinds
- * here, next to the end event, so the dashboard can give each its panel.
+ * value, error, and what it produced besides text: its displays, with the bytes of its images handed to
+ * the publisher beside the event, and its artifacts).
  * @module
  */
+import { Buffer } from "node:buffer";
 import type { RunResult } from "../contracts/output.ts";
-import { activity } from "../observe/activity.ts";
+import { activity, type DisplayEntry } from "../observe/activity.ts";
 
 /** A run began in `session`. */
 export function recordRunStart(run: string, session: string, code: string, timeout: number): void {
@@ -15,6 +16,16 @@ export function recordRunStart(run: string, session: string, code: string, timeo
 /** A run ended with `result`. */
 export function recordRunEnd(run: string, session: string, result: RunResult): void {
   if (!activity.enabled) return;
+  const images = new Map<number, Uint8Array>();
+  const displays = result.displays?.map((d, index): DisplayEntry => {
+    if (d.data !== undefined) images.set(index, Buffer.from(d.data, "base64"));
+    return {
+      mimeType: d.mimeType,
+      size: d.size,
+      ...(d.text !== undefined ? { text: d.text } : {}),
+      ...(d.dropped ? { dropped: true } : {}),
+    };
+  });
   activity.record({
     kind: "run.end",
     run,
@@ -27,5 +38,11 @@ export function recordRunEnd(run: string, session: string, result: RunResult): v
     ...(result.error !== undefined ? { error: result.error } : {}),
     ...(result.notes?.length ? { notes: result.notes } : {}),
     ...(result.sessionLost ? { sessionLost: true } : {}),
-  });
+    ...(displays?.length ? { displays } : {}),
+    ...(result.artifacts?.length
+      ? {
+        artifacts: result.artifacts.map(({ uri, name, mimeType, size }) => ({ uri, name, mimeType, size })),
+      }
+      : {}),
+  }, images.size ? { images } : undefined);
 }

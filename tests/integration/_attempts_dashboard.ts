@@ -2,14 +2,26 @@
  * Attacks on the dashboard (`codemode ui`, and what every serve publishes for it), each named, each a
  * real request or a real file written as another local user: a web page on another origin using the
  * user's cookie, DNS rebinding, stolen or reused login codes, requests without the cookie, forged
- * cookies, and files planted by another user to show a fake serve or to answer for the user.
+ * cookies, files planted by another user to show a fake serve or to answer for the user, path traversal
+ * in the names of run images and artifacts, other sessions' and other users' artifacts, SVG and HTML
+ * displays that try to run script, and forged answers to a real pending approval.
  * @module
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, readdirSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
+import type { RunEndEvent } from "../../core/observe/activity.ts";
+import { sessionArtifactsDir } from "../../core/artifacts/stores.ts";
 import {
   activityDir,
   activityFiles,
@@ -32,6 +44,10 @@ export interface DashboardCtx {
   uiPid: number;
   /** A local user that is not us (for planted files), when the machine has one. */
   otherUser?: string;
+  /** Runs code in the serve (its client cannot be asked for approvals; memory/delete_entities asks). */
+  run(code: string): Promise<{ text: string; isError: boolean; structured: Record<string, unknown> }>;
+  /** Where server-memory keeps its graph. */
+  memoryFile: string;
 }
 
 /** One attack and what must hold. */
@@ -252,6 +268,227 @@ export const dashboardAttacks: DashboardAttack[] = [
       } finally {
         off();
         undo();
+      }
+    },
+  },
+];
+
+/** What the dashboard shows of serve `pid`, with the cookie. */
+async function serveView(
+  ctx: DashboardCtx,
+): Promise<{ state: Record<string, unknown>; events: RunEndEvent[] }> {
+  const r = await send(ctx.url + "api/state", { headers: { cookie: ctx.cookie } });
+  const serve =
+    (JSON.parse(r.body).serves as { pid: number; state: Record<string, unknown>; events: RunEndEvent[] }[])
+      .find((s) => s.pid === ctx.servePid)!;
+  return serve;
+}
+
+/** The last run end that displayed or produced something: its image file and its artifact's tail. */
+async function lastOutputs(ctx: DashboardCtx): Promise<{ image: string; artifact: string; session: string }> {
+  const { events } = await serveView(ctx);
+  const end = events.filter((e) => e.kind === "run.end" && e.artifacts?.length).at(-1)!;
+  const image = end.displays!.find((d) => d.file)!.file!;
+  const tail = end.artifacts![0].uri.slice("codemode://artifacts/".length);
+  return { image, artifact: tail, session: tail.split("/")[0] };
+}
+
+/** Polls `check` for up to `ms`. */
+async function until(check: () => Promise<boolean>, ms = 20_000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return await check();
+}
+
+/** Attacks on the files a dashboard hands out, and on approvals answered from the page. */
+export const dashboardFileAttacks: DashboardAttack[] = [
+  {
+    name: "path traversal in the names of run images and artifacts reads nothing outside them",
+    async run(ctx) {
+      const { image, session } = await lastOutputs(ctx);
+      const base = `${ctx.url}api/serves/${ctx.servePid}/`;
+      const planted = join(ctx.stateDir, "planted-secret.txt");
+      writeFileSync(planted, "planted secret of the user", { mode: 0o600 });
+      const names = [
+        `displays/..%2F${ctx.servePid}.json`,
+        `displays/%2e%2e%2f%2e%2e%2fplanted-secret.txt`,
+        `displays/${image}%2F..%2F..%2F${ctx.servePid}.json`,
+        `displays/../../${ctx.servePid}.json`,
+        `displays/${image.replace(".png", ".json")}`,
+        `displays/%2Fetc%2Fpasswd`,
+        `artifacts/${session}/..%2F..%2F..%2F..%2Fplanted-secret.txt`,
+        `artifacts/${session}/..%2F..%2F..%2F..%2F..%2Factivity%2F${ctx.servePid}.json`,
+        `artifacts/${session}/%2Fetc%2Fpasswd`,
+        `artifacts/${session}/..%5C..%5Cplanted-secret.txt`,
+        `artifacts/..%2F..%2Fplanted-secret.txt`,
+        `artifacts/${session}/../../../planted-secret.txt`,
+        `artifacts/${session}/.hidden`,
+      ];
+      for (const name of names) {
+        const r = await send(base + name, { headers: { cookie: ctx.cookie } });
+        assert.ok([400, 404].includes(r.status), `${name}: ${r.status}`);
+        assert.doesNotMatch(r.body, /planted secret|root:x:0|"servers"|"policy"/, name);
+      }
+      // The real files are served, so the refusals above were the checks at work.
+      assert.equal((await send(base + `displays/${image}`, { headers: { cookie: ctx.cookie } })).status, 200);
+    },
+  },
+  {
+    name: "another session's or another serve's artifacts cannot be downloaded, nor a file another user owns",
+    async run(ctx) {
+      const { artifact, session } = await lastOutputs(ctx);
+      const path = artifact.slice(session.length + 1);
+      const own = `${ctx.url}api/serves/${ctx.servePid}/artifacts/${artifact}`;
+      assert.equal(
+        (await send(own, { headers: { cookie: ctx.cookie } })).status,
+        200,
+        "the serve's own artifact",
+      );
+      // The same session id under another live process (the ui), and a made-up session of this serve.
+      const elsewhere = await send(`${ctx.url}api/serves/${ctx.uiPid}/artifacts/${artifact}`, {
+        headers: { cookie: ctx.cookie },
+      });
+      assert.equal(elsewhere.status, 404);
+      const guessed = await send(
+        `${ctx.url}api/serves/${ctx.servePid}/artifacts/${"f".repeat(32)}/${path}`,
+        { headers: { cookie: ctx.cookie } },
+      );
+      assert.equal(guessed.status, 404);
+      assert.doesNotMatch(guessed.body + elsewhere.body, /artifact of the user/);
+      if (!ctx.otherUser) return;
+      // The artifact's file handed to another user (as a planted one would be): refused, not read.
+      const file = join(sessionArtifactsDir(ctx.stateDir, ctx.servePid, session), "files", path);
+      const { uid, gid } = statSync(file);
+      const other = Number(execFileSync("id", ["-u", ctx.otherUser]).toString().trim());
+      chownSync(file, other, gid);
+      try {
+        const r = await send(own, { headers: { cookie: ctx.cookie } });
+        assert.equal(r.status, 403);
+        assert.doesNotMatch(r.body, /artifact of the user/);
+      } finally {
+        chownSync(file, uid, gid);
+      }
+    },
+  },
+  {
+    name: "an SVG or HTML display that carries script is kept as text, never served as a file or a page",
+    async run(ctx) {
+      const r = await ctx.run(`# script in displays
+class Svg:
+    def _repr_svg_(self):
+        return '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>'
+class Page:
+    def _repr_html_(self):
+        return '<script>fetch("/api/state")</script><img src=x onerror=alert(3)>'
+display(Svg())
+display(Page())`);
+      assert.equal(r.isError, false, r.text);
+      let end: RunEndEvent | undefined;
+      await until(async () => {
+        end = (await serveView(ctx)).events.filter((e) => e.kind === "run.end").at(-1);
+        return Boolean(end?.displays?.some((d) => d.mimeType === "text/html"));
+      });
+      assert.deepEqual(end!.displays!.map((d) => [d.mimeType, d.file]), [
+        ["image/svg+xml", undefined],
+        ["text/html", undefined],
+      ]);
+      assert.match(
+        end!.displays![0].text!,
+        /<script>alert\(2\)<\/script>/,
+        "kept as text for the page to escape",
+      );
+      for (const ext of ["svg", "html", "png", "jpg"]) {
+        for (let i = 0; i < 2; i++) {
+          const name = `${end!.seq}-${i}.${ext}`;
+          const f = await send(`${ctx.url}api/serves/${ctx.servePid}/displays/${name}`, {
+            headers: { cookie: ctx.cookie },
+          });
+          assert.equal(f.status, 404, name);
+          assert.doesNotMatch(String(f.headers["content-type"]), /html|svg|image/, name);
+        }
+      }
+    },
+  },
+  {
+    name:
+      "a forged answer to a pending approval (no cookie, another origin, a form, a made-up id) does not approve it; the page's answer does, once",
+    async run(ctx) {
+      await ctx.run(
+        `await mcp_memory.create_entities(entities=[{"name": "keep-me", "entityType": "t", "observations": ["x"]}])`,
+      );
+      // A page watching the serve: its client cannot be asked, so the question waits for the page.
+      const watching = request(ctx.url + "api/events", { headers: { cookie: ctx.cookie } });
+      watching.on("error", () => {});
+      watching.end();
+      try {
+        await new Promise((r) => setTimeout(r, 500));
+        const call = ctx.run(`try:
+    await mcp_memory.delete_entities(entityNames=["keep-me"])
+    out = "deleted"
+except PermissionError as e:
+    out = str(e)
+out`);
+        let id = "";
+        assert.ok(
+          await until(async () => {
+            const approvals = (await serveView(ctx)).state.approvals as { id: string; client: boolean }[];
+            id = approvals?.[0]?.id ?? "";
+            return Boolean(id);
+          }),
+          "the question is published",
+        );
+        const url = `${ctx.url}api/serves/${ctx.servePid}/approvals/${id}`;
+        const body = '{"answer":"approve"}';
+        const json = "application/json";
+        const forged: { headers: Record<string, string>; status: number }[] = [
+          { headers: { "content-type": json }, status: 401 },
+          {
+            headers: { cookie: ctx.cookie, "content-type": json, origin: "https://evil.example" },
+            status: 403,
+          },
+          { headers: { cookie: ctx.cookie, "content-type": "text/plain" }, status: 415 },
+          {
+            headers: { cookie: ctx.cookie, "content-type": "application/x-www-form-urlencoded" },
+            status: 415,
+          },
+          { headers: { authorization: "Bearer guessed", "content-type": json }, status: 401 },
+        ];
+        for (const f of forged) {
+          const r = await send(url, { method: "POST", headers: f.headers, body });
+          assert.equal(r.status, f.status, JSON.stringify(f.headers));
+        }
+        const madeUp = await send(`${ctx.url}api/serves/${ctx.servePid}/approvals/not-${id}`, {
+          method: "POST",
+          headers: { cookie: ctx.cookie, "content-type": json },
+          body,
+        });
+        assert.equal(madeUp.status, 404);
+        assert.match(JSON.parse(madeUp.body).error, /No open question/);
+        await new Promise((r) => setTimeout(r, 600));
+        assert.equal(((await serveView(ctx)).state.approvals as unknown[]).length, 1, "still waiting");
+        assert.match(readFileSync(ctx.memoryFile, "utf8"), /keep-me/);
+        const declined = await send(url, {
+          method: "POST",
+          headers: { cookie: ctx.cookie, "content-type": json },
+          body: '{"answer":"decline"}',
+        });
+        assert.equal(declined.status, 202);
+        const answer = await call;
+        assert.equal(answer.structured.value, `'Call to "memory/delete_entities" declined by the user'`);
+        assert.match(readFileSync(ctx.memoryFile, "utf8"), /keep-me/, "the tool was never called");
+        await until(async () => !((await serveView(ctx)).state.approvals as unknown[]).length, 5000);
+        const late = await send(url, {
+          method: "POST",
+          headers: { cookie: ctx.cookie, "content-type": json },
+          body,
+        });
+        assert.equal(late.status, 404, "an answer to a closed question is refused");
+        assert.match(JSON.parse(late.body).error, /it was answered, timed out/);
+      } finally {
+        watching.destroy();
       }
     },
   },

@@ -6,7 +6,8 @@
  * is set up. After each attempt: the call was answered within a bound, the server still runs code. At the
  * end: no container of that serve process is left, and no secret appeared in any answer. Then the
  * dashboard's attacks (_attempts_dashboard.ts): other origins, other Hosts, stolen codes and cookies,
- * files planted by another local user.
+ * files planted by another local user, traversal in run image and artifact names, other sessions'
+ * artifacts, script in displays, forged answers to a pending approval.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -34,7 +35,13 @@ import {
   type Served,
 } from "./_serve.ts";
 import { TEST_IMAGE } from "./_harness.ts";
-import { dashboardAttacks, type DashboardCtx, otherLocalUser, send } from "./_attempts_dashboard.ts";
+import {
+  dashboardAttacks,
+  type DashboardCtx,
+  dashboardFileAttacks,
+  otherLocalUser,
+  send,
+} from "./_attempts_dashboard.ts";
 import { startUi } from "./_browser.ts";
 
 const ATTEMPTS: Attempt[] = [
@@ -175,8 +182,16 @@ for (const [engine, runtime] of engines) {
   const setUp = () =>
     dashboard ??= (async () => {
       const home = fakeHome();
-      const served = await serve({ CODEMODE_RUNTIME: "podman" }, home);
+      const served = await serve({
+        CODEMODE_RUNTIME: "podman",
+        CODEMODE_CONFIRM_TOOLS: "memory/delete_entities",
+      }, home);
       await served.run("await mcp_everything.echo(message='seen by the dashboard')");
+      const outputs = await served.run(`from PIL import Image
+from mcp import runtime
+display(Image.new("RGB", (8, 8), "red"))
+runtime.save_artifact("mine/notes.txt", "artifact of the user")`);
+      assert.equal(outputs.isError, false, outputs.text);
       const ui = await startUi(home);
       const login = await send(ui.loginUrl);
       const cookie = String(login.headers["set-cookie"]).split(";")[0];
@@ -188,6 +203,8 @@ for (const [engine, runtime] of engines) {
         servePid: served.transport.pid!,
         uiPid: ui.child.pid!,
         otherUser,
+        run: (code) => served.run(code),
+        memoryFile: join(home, "memory.jsonl"),
       };
       const shown = async () => {
         const r = await send(ui.url + "api/state", { headers: { cookie } });
@@ -197,7 +214,7 @@ for (const [engine, runtime] of engines) {
       assert.ok(await shown(), "the dashboard shows the serve before the attacks");
       return { ctx, close: async () => (await ui.stop(), await served.close()) };
     })();
-  for (const attack of dashboardAttacks) {
+  for (const attack of [...dashboardAttacks, ...dashboardFileAttacks]) {
     Deno.test({
       name: `dashboard: ${attack.name}`,
       ignore: !usable || (attack.otherUser && !otherUser),

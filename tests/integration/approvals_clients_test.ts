@@ -57,8 +57,8 @@ out`,
       assert.equal(
         r.structured.value,
         `'Call to "filesystem/write_file" needs the user\\'s approval (CODEMODE_CONFIRM_TOOLS has "filesystem/write_*"), ` +
-          "and this client cannot ask: it does not support MCP elicitation. Use a client that does, or set " +
-          "CODEMODE_CONFIRM_FALLBACK=allow'",
+          "and this client cannot ask: it does not support MCP elicitation. Use a client that does, keep the " +
+          "dashboard (codemode ui) open to answer there, or set CODEMODE_CONFIRM_FALLBACK=allow'",
       );
       assert.equal(existsSync(file), false);
       const listed = await s.run(`(await mcp_filesystem.list_allowed_directories())["content"]`);

@@ -209,6 +209,7 @@ Deno.test("pending() lists the open question, answer() settles it by id, and eve
     "one open question per session; the next waits its turn",
   );
   assert.equal(broker.answer("no-such-id", { approve: true }), false);
+  assert.equal(open[0].client, true);
   assert.equal(broker.answer(open[0].id, { approve: true, scope: "session" }), true);
   assert.equal(broker.answer(open[0].id, { approve: false }), false, "the first answer wins");
   assert.deepEqual(await first, { approved: true, outcome: "approved" });
@@ -272,6 +273,50 @@ Deno.test("a client that cannot be asked gets the fallback: deny by default, or 
   );
   assert.equal(allow.approved, true);
   assert.match(allow.message!, /"fs\/w" ran without approval/);
+});
+
+Deno.test("a client that cannot be asked waits for an answer from a watching dashboard under fallback deny", async () => {
+  let watching = true;
+  const broker = new ApprovalBroker({ timeoutSeconds: 5, fallback: "deny", watched: () => watching });
+  const events: ApprovalEvent[] = [];
+  broker.subscribe((e) => events.push(e));
+  const approve = broker.approver("s", "r1");
+  const call = approve(request("w"), live());
+  await sleep(10);
+  const [open] = broker.pending();
+  assert.equal(open.client, false, "the client was not asked: only the page can answer");
+  assert.equal(open.requestId, "r1");
+  assert.equal(broker.answer(open.id, { approve: true }, "dashboard"), true);
+  assert.deepEqual(await call, { approved: true, outcome: "approved" });
+  const closed = events.at(-1)!;
+  assert.equal(closed.type === "closed" && closed.via, "dashboard");
+  // Declined on the page: the PermissionError message of any decline.
+  const second = approve(request("w2"), live());
+  await sleep(10);
+  broker.answer(broker.pending()[0].id, { approve: false }, "dashboard");
+  assert.match((await second).message!, /Call to "fs\/w2" declined by the user$/);
+  // Nobody watching: refused at once, and the message says the dashboard could have answered.
+  watching = false;
+  const refused = await approve(request("w3"), live());
+  assert.equal(refused.outcome, "unavailable");
+  assert.match(refused.message!, /keep the dashboard \(codemode ui\) open to answer there/);
+  // A watcher that fails to say counts as nobody watching.
+  const broken = new ApprovalBroker({
+    timeoutSeconds: 5,
+    fallback: "deny",
+    watched: () => Promise.reject(new Error("unreadable")),
+  });
+  assert.equal((await broken.approver("s")(request("w"), live())).outcome, "unavailable");
+});
+
+Deno.test("with fallback allow a watching dashboard is not asked, and a question only the page can answer times out", async () => {
+  const allow = new ApprovalBroker({ timeoutSeconds: 5, fallback: "allow", watched: () => true });
+  const allowed = await allow.approver("s")(request("w"), live());
+  assert.deepEqual([allowed.approved, allowed.outcome], [true, "unavailable"]);
+  const brief = new ApprovalBroker({ timeoutSeconds: 0.05, fallback: "deny", watched: () => true });
+  const timedOut = await brief.approver("s")(request("w"), live());
+  assert.equal(timedOut.outcome, "timeout");
+  assert.deepEqual(brief.pending(), []);
 });
 
 Deno.test("the argument summary is cut to a readable size and never shows a configured secret, whole or in part", () => {

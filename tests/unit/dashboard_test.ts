@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { request } from "node:http";
-import { mkdtempSync, readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Activity } from "../../core/observe/activity.ts";
@@ -61,6 +61,17 @@ async function setup(token?: string): Promise<Setup> {
       servers: [{ name: "everything", transport: "stdio", state: "ready", restarts: 0, tools: [] }],
       policy: { open: true, rules: {}, sources: {} },
       metrics: [],
+      approvals: [{
+        id: "req-1",
+        session: "stdio",
+        server: "memory",
+        tool: "delete_entities",
+        summary: 'entityNames=["a"]',
+        reason: "CODEMODE_CONFIRM_TOOLS asks",
+        askedAt: new Date().toISOString(),
+        expiresAt: new Date(Date.now() + 60_000).toISOString(),
+        client: false,
+      }],
     }),
     flushMs: 10,
     stateMs: 50,
@@ -171,6 +182,8 @@ Deno.test("the page is served with a strict CSP, assets with ETags, and /healthz
         "app.js",
         "runs.js",
         "panels.js",
+        "approvals.js",
+        "skills.js",
         "format.js",
         "style.css",
         "preact.mjs",
@@ -274,10 +287,40 @@ Deno.test("an answer given on the page reaches the serve's inbox as a private fi
       body: '{"answer":"approve"}',
     });
     assert.equal(other.status, 404);
+    const badScope = await call(url, {
+      method: "POST",
+      headers: json,
+      body: '{"answer":"approve","scope":"all"}',
+    });
+    assert.equal(badScope.status, 400);
+    // A question the serve does not say is open (answered, timed out, never asked) is refused with a reason.
+    const unknown = await call(s.ui.url + `api/serves/${process.pid}/approvals/req-2`, {
+      method: "POST",
+      headers: json,
+      body: '{"answer":"approve"}',
+    });
+    assert.equal(unknown.status, 404);
+    assert.match(
+      JSON.parse(unknown.body).error,
+      /No open question "req-2" on serve \d+: it was answered, timed out/,
+    );
     assert.deepEqual(readdirSync(s.publisher.files.inbox), []);
-    const ok = await call(url, { method: "POST", headers: json, body: '{"answer":"decline"}' });
+    const ok = await call(url, {
+      method: "POST",
+      headers: json,
+      body: '{"answer":"approve","scope":"session"}',
+    });
     assert.equal(ok.status, 202);
-    assert.equal(readdirSync(s.publisher.files.inbox).length, 1);
+    const [file] = readdirSync(s.publisher.files.inbox);
+    const path = join(s.publisher.files.inbox, file);
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    assert.deepEqual(JSON.parse(readFileSync(path, "utf8")), {
+      kind: "approval",
+      id: "req-1",
+      answer: "approve",
+      scope: "session",
+      from: "dashboard",
+    });
   } finally {
     await s.close();
   }

@@ -6,6 +6,8 @@ import { useEffect, useState } from "preact/hooks";
 import { html } from "./format.js";
 import { applyEvents, newActivity, RunsView, ToolCalls } from "./runs.js";
 import { PolicyPanel, SearchPanel, ServersPanel, SessionsPanel, Summary } from "./panels.js";
+import { PendingApprovals } from "./approvals.js";
+import { SkillsPanel } from "./skills.js";
 
 /** Serves by pid: { pid, state, activity }. */
 const serves = new Map();
@@ -65,7 +67,7 @@ function connect(setLink) {
   return () => source.close();
 }
 
-const TABS = ["runs", "sessions", "servers", "search", "policy"];
+const TABS = ["runs", "sessions", "servers", "skills", "search", "policy"];
 
 function App() {
   const [, setTick] = useState(0);
@@ -112,6 +114,7 @@ function App() {
             class="empty">No codemode serve is running. Start one (codemode serve, or let your MCP client start it); it appears here at once.</p>
         `
         : null}
+      <${PendingApprovals} serves=${shown} />
       <${Summary} serves=${shown} />
       ${tab === "runs" ? html`<${RunsView} serves=${shown} open=${open} setOpen=${setOpen} />` : null}
       ${tab === "runs" && loose.length
@@ -124,6 +127,7 @@ function App() {
         : null}
       ${tab === "sessions" ? html`<${SessionsPanel} serves=${shown} />` : null}
       ${tab === "servers" ? html`<${ServersPanel} serves=${shown} />` : null}
+      ${tab === "skills" ? html`<${SkillsPanel} />` : null}
       ${tab === "search" ? html`<${SearchPanel} />` : null}
       ${tab === "policy" ? html`<${PolicyPanel} serves=${shown} />` : null}
     </main>

@@ -1,6 +1,7 @@
 // The panels besides runs: each serve's figures, sessions and sandboxes, upstream servers and their
-// tools, the effective policy, and search over every configured server's tools. A section a serve does
-// not publish (an older serve, a capability not there yet) is simply not shown.
+// tools, the effective policy, and search over every configured server's tools and the skills (the
+// skills panel and the approvals are in skills.js and approvals.js). A section a serve does not publish
+// (an older serve, a capability not there yet) is simply not shown.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ago, Badge, clock, html } from "./format.js";
 
@@ -211,7 +212,7 @@ export function SearchPanel() {
     return () => clearTimeout(timer);
   }, [query]);
   return html`<section class="card">
-    <input class="search" type="search" placeholder="Search the tools of every configured server"
+    <input class="search" type="search" placeholder="Search the tools of every configured server, and the skills"
       value=${query} onInput=${(e) => setQuery(e.currentTarget.value)} autofocus />
     ${result.error ? html`<p class="bad">${result.error}</p>` : null}
     ${
@@ -228,8 +229,12 @@ export function SearchPanel() {
           </thead>
           <tbody>${result.hits.map((h) =>
             html`
-              <tr>
-                <td>${h.server}</td>
+              <tr data-kind=${h.kind ?? "tool"}>
+                <td>${h.server}${h.kind === "skill"
+                  ? html`
+                    <span class="badge skill aside">skill</span>
+                  `
+                  : null}</td>
                 <td class="mono">${h.tool}</td>
                 <td>${h.description}</td>
                 <td>${h.score.toFixed(2)}</td>

@@ -1,0 +1,63 @@
+// The approval questions waiting for a person, shown above every tab: each can be approved or declined
+// here. The answer goes to the dashboard as JSON, which passes it to the serve that asked; the question
+// leaves the page once that serve publishes it closed (the first answer, here or at the client, counts).
+import { useState } from "preact/hooks";
+import { ago, html } from "./format.js";
+
+/** Seconds left until an ISO time, as "4m 10s left". */
+function left(iso, now = Date.now()) {
+  const s = Math.max(0, Math.round((Date.parse(iso) - now) / 1000));
+  return s >= 60 ? `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s left` : `${s}s left`;
+}
+
+/** Questions waiting for a person, on every tab: each can be approved or declined here. */
+export function PendingApprovals({ serves }) {
+  const pending = serves.flatMap((s) => (s.state.approvals ?? []).map((a) => ({ pid: s.pid, a })));
+  const [sent, setSent] = useState({});
+  if (!pending.length) return null;
+  const answer = async (pid, id, value) => {
+    setSent((m) => ({ ...m, [id]: { busy: true } }));
+    try {
+      const response = await fetch(`/api/serves/${pid}/approvals/${encodeURIComponent(id)}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ answer: value }),
+      });
+      const body = await response.json().catch(() => ({}));
+      setSent((m) => ({
+        ...m,
+        [id]: response.ok ? { done: value } : { error: body.error ?? response.statusText },
+      }));
+    } catch (error) {
+      setSent((m) => ({ ...m, [id]: { error: String(error) } }));
+    }
+  };
+  return html`<section class="card approvals-pending">
+    <h3>Waiting for your approval</h3>
+    ${
+    pending.map(({ pid, a }) => {
+      const state = sent[a.id] ?? {};
+      return html`
+        <div class="approval" data-approval=${a.id}>
+          <p><span class="mono">${a.server} / ${a.tool}</span>
+                  <span class="muted"> · serve ${pid} · session ${a.session.slice(0, 8)} · asked ${ago(
+                    a.askedAt,
+                  )} · ${left(a.expiresAt)}</span></p>
+          <pre class="args">${a.summary}</pre>
+          <p class="muted">${a.reason}. ${a.client
+            ? "The MCP client was asked too; the first answer counts."
+            : "The MCP client cannot be asked: only this page can answer."}</p>
+          <p>
+                  <button class="answer approve" data-answer="approve" disabled=${state.busy ||
+                    state.done} onClick=${() => answer(pid, a.id, "approve")}>Approve</button>
+                  <button class="answer decline" data-answer="decline" disabled=${state.busy ||
+                    state.done} onClick=${() => answer(pid, a.id, "decline")}>Decline</button>
+                  ${state.done ? html`<span class="muted"> sent (${state.done})…</span>` : null}
+                  ${state.error ? html`<span class="bad"> ${state.error}</span>` : null}
+                </p>
+        </div>
+      `;
+    })
+  }
+  </section>`;
+}

@@ -5,8 +5,6 @@
  */
 
 import { spawn } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
-import { delimiter, join } from "node:path";
 import process from "node:process";
 import type { ManagedSandbox, Problem } from "../../core/contracts/runtime.ts";
 
@@ -187,23 +185,4 @@ export function diagnose(engine: string, stderr: string, spawnError?: string): P
 export function engineChoiceEnv(source: Record<string, string | undefined> = process.env): string {
   return ENGINE_CHOICE_KEYS.filter((key) => source[key] !== undefined).map((key) => `${key}=${source[key]}`)
     .join("\n");
-}
-
-/** Where `command` resolves: itself when it has a slash, else the first executable file of that name on PATH. */
-export function whichSync(command: string, path = process.env.PATH ?? ""): string | undefined {
-  if (command.includes("/")) return isExecutable(command) ? command : undefined;
-  for (const dir of path.split(delimiter).filter(Boolean)) {
-    if (isExecutable(join(dir, command))) return join(dir, command);
-  }
-  return undefined;
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    if (!statSync(path).isFile()) return false;
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -4,10 +4,10 @@
  * `denoArgs` is a pure function that tests check flag by flag.
  * @module
  */
-import { accessSync, constants, statSync } from "node:fs";
 import { basename, delimiter, dirname, join } from "node:path";
 import process from "node:process";
 import type { HostConfig } from "./pyodide_host.ts";
+import { isExecutable } from "./_executable.ts";
 
 /** Everything that decides the subprocess's command line. */
 export interface DenoArgsInput {
@@ -110,16 +110,6 @@ export function findDeno(
     }
   }
   return undefined;
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    if (!statSync(path).isFile()) return false;
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Parses a memory size in the engines' syntax ("512m", "1g", "1048576") into bytes. */

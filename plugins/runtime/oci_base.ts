@@ -29,8 +29,8 @@ import {
   firstErrorLine,
   parseInspectLines,
   parseMemory,
-  whichSync,
 } from "./_oci_exec.ts";
+import { whichSync } from "./_executable.ts";
 import { PendingRemovals } from "./_pending_removals.ts";
 import { type SeccompChoice, type SeccompProfileError, seccompProfilePath } from "./seccomp.ts";
 

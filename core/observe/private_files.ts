@@ -54,14 +54,22 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
   throw new NotPrivateError(dir, problem);
 }
 
-/** Writes `data` to `path` as a 0600 file, whole: a temporary file renamed into place. */
-export async function writePrivateFile(path: string, data: string | Uint8Array): Promise<void> {
+/**
+ * Writes `data` to `path` as a 0600 file, whole: a temporary file renamed into place. `sync` flushes it
+ * to disk before the rename, for files whose loss costs more than the write (credentials).
+ */
+export async function writePrivateFile(
+  path: string,
+  data: string | Uint8Array,
+  options: { sync?: boolean } = {},
+): Promise<void> {
   const temporary = join(dirname(path), `.${Math.random().toString(36).slice(2, 10)}.tmp`);
   // O_EXCL and O_NOFOLLOW: a name someone else planted is never followed or reused.
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
   const handle = await open(temporary, flags, 0o600);
   try {
     await handle.writeFile(data);
+    if (options.sync) await handle.sync();
   } finally {
     await handle.close();
   }

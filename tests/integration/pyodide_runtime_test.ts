@@ -169,7 +169,9 @@ test("calls the host in parallel, and blocking helpers get their answers too", a
 });
 
 test("interrupts a run at its timeout, whether it computes, sleeps or awaits, and keeps the session", async () => {
-  const m = sessions(runtime());
+  // A long grace: on a busy machine the host's kill must not beat the sandbox's own interrupt, which is
+  // what this test is about (each program would run 30 s or forever if it were not interrupted).
+  const m = sessions(runtime(), { graceSeconds: 10 });
   try {
     await m.run("s", "kept = 'yes'", { timeout: 30 });
     for (
@@ -184,7 +186,7 @@ test("interrupts a run at its timeout, whether it computes, sleeps or awaits, an
       assert.equal(r.status, "timeout", `${code}: ${r.error}`);
       assert.ok(!r.sessionLost, `${code}: an interruptible run must not lose the session`);
       assert.match(r.error ?? "", /Timed out after 1s/);
-      assert.ok(performance.now() - started < 2500, `${code}: stopped soon after the timeout`);
+      assert.ok(performance.now() - started < 10_000, `${code}: stopped soon after the timeout`);
       assert.equal((await m.run("s", "kept", { timeout: 30 })).value, "'yes'");
     }
   } finally {

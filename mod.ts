@@ -23,7 +23,7 @@ import { compact } from "./plugins/output/compact.ts";
 import { toon } from "./plugins/output/toon.ts";
 import { json } from "./plugins/output/json.ts";
 import { defaultDiscoveryPlugins } from "./plugins/discovery/mod.ts";
-import { bootstrapCommand, bootstrapFrame } from "./sandbox/source.ts";
+import { bootstrapCommand, bootstrapFrame, SANDBOX_RUNTIME } from "./sandbox/source.ts";
 import { VERSION } from "./core/version.ts";
 
 export type * from "./core/contracts/runtime.ts";
@@ -44,7 +44,7 @@ export function defaultPlugins(
     .registerRuntime(podman(oci))
     .registerRuntime(docker(oci))
     .registerRuntime(nerdctl(oci))
-    .registerRuntime(pyodide({ stateDir: settings?.stateDir }))
+    .registerRuntime(pyodide({ stateDir: settings?.stateDir, preload: SANDBOX_RUNTIME }))
     .registerOutput(compact())
     .registerOutput(toon())
     .registerOutput(json());

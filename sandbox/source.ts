@@ -76,6 +76,13 @@ export const PACKAGES: readonly string[] = Object.freeze(["codemode_runtime", "m
  * `codemode_runtime.embedded.EmbeddedSession` (see sandbox/README.md). */
 export const MAIN_MODULE = "codemode_runtime.process";
 
+/** The whole runtime as an in-process host installs it: what a Pyodide snapshot imports ahead of time. */
+export const SANDBOX_RUNTIME = Object.freeze({
+  bootstrap: BOOTSTRAP_SOURCE,
+  modules: MODULES,
+  packages: PACKAGES,
+});
+
 /** The command that starts the sandbox process; its first stdin line must be `bootstrapFrame()`. */
 export function bootstrapCommand(python = "python3"): string[] {
   return [python, "-I", "-c", BOOTSTRAP_SOURCE];

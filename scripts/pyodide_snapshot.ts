@@ -1,5 +1,5 @@
 /**
- * Makes the Pyodide start-up snapshot ahead of time, so the pyodide runtime's first start with a fresh
+ * Makes the Pyodide start-up snapshot ahead of time (with the sandbox runtime imported), so the pyodide runtime's first start with a fresh
  * HOME restores it (well under a second) instead of loading Pyodide and making one (~10 s). Writes
  * `dist/pyodide/<version>/` (the host program and `snapshot-<hash>.bin`) with node_modules' Pyodide and
  * the deno running this script, exactly as the runtime would on first use. `npm install` runs it
@@ -21,7 +21,8 @@ import {
   writeAtomically,
   writeHostProgram,
 } from "../plugins/runtime/_pyodide_files.ts";
-import { makeSnapshot } from "../plugins/runtime/_pyodide_snapshot.ts";
+import { makeSnapshot, preloadKey } from "../plugins/runtime/_pyodide_snapshot.ts";
+import { SANDBOX_RUNTIME } from "../sandbox/source.ts";
 
 const ROOT = resolve(new URL("..", import.meta.url).pathname);
 
@@ -43,7 +44,7 @@ export async function prebuildSnapshot(): Promise<Prebuilt> {
   const version = pyodideVersion(assets);
   const dir = prebuiltDir(version) ?? join(ROOT, "dist", "pyodide", version);
   const program = await writeHostProgram(dir);
-  const snapshot = snapshotPath(dir, program, version);
+  const snapshot = snapshotPath(dir, program, version, preloadKey(SANDBOX_RUNTIME));
   if (existsSync(snapshot)) return { snapshot, program, version, made: false };
   const made = await makeSnapshot({
     deno,
@@ -51,6 +52,7 @@ export async function prebuildSnapshot(): Promise<Prebuilt> {
     assets: `${assets}/`,
     readable: [assets, dir],
     timeoutMs: 300_000,
+    preload: SANDBOX_RUNTIME,
   });
   if (!made.ok) throw new Error(`Could not make the Pyodide snapshot: ${made.reason}`);
   await writeAtomically(snapshot, made.bytes);

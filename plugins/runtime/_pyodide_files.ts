@@ -119,9 +119,12 @@ export async function writeHostProgram(dir: string): Promise<string> {
   return path;
 }
 
-/** Where the snapshot for this host program and Pyodide version lives. */
-export function snapshotPath(dir: string, program: string, version: string): string {
-  return join(dir, `snapshot-${hash(`${version}\n${readFileSync(program, "utf8")}`)}.bin`);
+/**
+ * Where the snapshot for this host program, Pyodide version and preloaded runtime (`preload`: its
+ * source, as preloadKey gives it) lives.
+ */
+export function snapshotPath(dir: string, program: string, version: string, preload = ""): string {
+  return join(dir, `snapshot-${hash(`${version}\n${readFileSync(program, "utf8")}\n${preload}`)}.bin`);
 }
 
 /** Writes `data` through a temporary file and a rename, so readers never see half a file. */

@@ -13,6 +13,7 @@ export const PYODIDE_GLUE = String.raw`
 import asyncio
 import codecs
 import errno
+import importlib
 import io
 import json
 import os
@@ -20,15 +21,54 @@ import sys
 import time
 
 
+# What a session imports at its start: a snapshot made with preload() has them imported already.
+PRELOAD = ("codemode_runtime.embedded", "codemode_runtime.rpc", "mcp._proxy", "mcp._skills", "mcp.servers")
+_preloaded = {}  # the modules preload() installed, by name
+
+
+def preload(bootstrap_line, bootstrap_source):
+    """At snapshot time: installs the runtime from a bootstrap frame and imports what a session needs."""
+    global _preloaded
+    frame = _bootstrap_frame(bootstrap_line)
+    _install(frame, bootstrap_source)
+    for name in PRELOAD:
+        importlib.import_module(name)
+    _preloaded = frame["modules"]
+
+
+def preloaded_ok():
+    """Whether this interpreter has the preloaded runtime (the snapshot check after a restore)."""
+    return bool(_preloaded) and all(name in sys.modules for name in PRELOAD)
+
+
 def start(bootstrap_line, bootstrap_source, host):
     """Installs the runtime modules from the bootstrap frame, as the container's bootstrap does."""
-    frame = json.loads(bootstrap_line)
+    global _preloaded
+    frame = _bootstrap_frame(bootstrap_line)
+    if frame["modules"] != _preloaded:
+        # Another version of the runtime than the snapshot's: its modules go, the frame's are installed.
+        for name in _preloaded:
+            sys.modules.pop(name, None)
+        sys.meta_path[:] = [f for f in sys.meta_path if getattr(f, "modules", None) is not _preloaded]
+        _preloaded = {}
+        _install(frame, bootstrap_source)
+    # Every sandbox restored from one snapshot would otherwise draw the same "random" numbers.
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
+    return Transport(frame.get("config") or {}, host)
+
+
+def _bootstrap_frame(line):
+    frame = json.loads(line)
     if not isinstance(frame, dict) or "modules" not in frame:
         raise ValueError("The first frame must be the bootstrap frame")
+    return frame
+
+
+def _install(frame, bootstrap_source):
     namespace = {"__name__": "codemode_bootstrap"}
     exec(compile(bootstrap_source, "<codemode>/bootstrap.py", "exec", dont_inherit=True), namespace)
     namespace["install"](frame["modules"], frame.get("packages") or [])
-    return Transport(frame.get("config") or {}, host)
 
 
 class Transport:

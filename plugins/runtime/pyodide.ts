@@ -40,7 +40,7 @@ import {
   writeAtomically,
   writeHostProgram,
 } from "./_pyodide_files.ts";
-import { capture, makeSnapshot } from "./_pyodide_snapshot.ts";
+import { capture, makeSnapshot, type Preload, preloadKey } from "./_pyodide_snapshot.ts";
 import { type EmbeddedRuntime, embeddedRuntime } from "./_pyodide_embedded.ts";
 import { unpackedLayout, unpackEmbedded } from "./_embedded_unpack.ts";
 import type { HostConfig } from "./pyodide_host.ts";
@@ -70,6 +70,11 @@ export interface PyodideOptions {
   snapshot?: boolean;
   /** How long making the snapshot may take. */
   snapshotTimeoutMs?: number;
+  /**
+   * The sandbox runtime (bootstrap source, modules, packages) to import into the snapshot, so a session
+   * restored from it skips compiling the runtime; a session with other modules installs its own.
+   */
+  preload?: Preload;
   /** Progress of first-use preparation (default for a compiled binary: lines on stderr if a terminal). */
   onProgress?: ProgressCallback;
 }
@@ -249,7 +254,7 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
 
   /** The snapshot for a checkout: cached, copied from the one `npm install` made, or made now. */
   async function sourceSnapshot(base: Omit<Prepared, "snapshot">): Promise<string | undefined> {
-    const path = snapshotPath(base.cache, base.program, base.version);
+    const path = snapshotPath(base.cache, base.program, base.version, preloadKey(settings.preload));
     if (existsSync(path)) return path;
     const shipped = prebuiltDir(base.version);
     if (shipped && existsSync(join(shipped, basename(path)))) {
@@ -261,6 +266,7 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
       ...base,
       readable: readable(base),
       timeoutMs: settings.snapshotTimeoutMs,
+      ...(settings.preload ? { preload: settings.preload } : {}),
     });
     if (!made.ok) {
       log.warn("could not make a Pyodide snapshot; sandboxes will start slowly", { reason: made.reason });

@@ -14,11 +14,14 @@
 
 /** What the subprocess gets as its only argument (JSON). */
 export interface HostConfig {
-  /** "serve" runs sessions; "snapshot" writes a start-up memory snapshot to stdout and exits. */
+  /**
+   * "serve" runs sessions; "snapshot" writes a start-up memory snapshot to stdout and exits (with a
+   * `bootstrap`, after importing the runtime from the bootstrap frame, its first stdin line).
+   */
   mode: "serve" | "snapshot";
   /** Directory of the Pyodide distribution, with a trailing separator. */
   assets: string;
-  /** A memory snapshot to start from, made earlier in snapshot mode. */
+  /** A memory snapshot to start from, made earlier in snapshot mode (codemode's sparse layout). */
   snapshot?: string;
   /** Bytes the sandboxed code may allocate on top of the runtime's own footprint. */
   memoryBytes: number;
@@ -51,6 +54,14 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
     }
     throw new Error(message);
   };
+
+  // Pyodide's wasm compiles here while the worker starts and imports Pyodide's JavaScript: the worker
+  // instantiates the compiled module (see the worker's instantiate) instead of compiling it after that.
+  const compiled = new MessageChannel();
+  Deno.readFile(config.assets + "pyodide.asm.wasm").then((bytes) => WebAssembly.compile(bytes)).then(
+    (module) => compiled.port1.postMessage(module),
+    () => compiled.port1.postMessage(null), // the worker compiles it itself and reports what is wrong
+  );
 
   const source = `(${workerMain})()`;
   const worker = new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })), {
@@ -104,16 +115,17 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
       fail(message.fatal);
     }
   };
-  worker.postMessage({ ...config, sab, glue });
-  if (config.mode === "snapshot") return;
+  worker.postMessage({ ...config, sab, glue, compiled: compiled.port2 }, [compiled.port2]);
 
   // The whole process's memory: what the Python heap cap can't see (JS objects, array buffers).
-  setInterval(() => {
-    const rss = Deno.memoryUsage().rss;
-    if (rss > memoryCap) {
-      fail(`the sandbox used ${Math.round(rss / 2 ** 20)} MiB, over its memory limit; it was stopped`, 137);
-    }
-  }, 100);
+  if (config.mode === "serve") {
+    setInterval(() => {
+      const rss = Deno.memoryUsage().rss;
+      if (rss > memoryCap) {
+        fail(`the sandbox used ${Math.round(rss / 2 ** 20)} MiB, over its memory limit; it was stopped`, 137);
+      }
+    }, 100);
+  }
 
   // Lines go to the worker in chunks of at most CHUNK bytes, one chunk in the mailbox at a time.
   const pending: { chunk: Uint8Array; more: number }[] = [];
@@ -187,7 +199,8 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
     }
     if (start < chunk.length) buffered.push(chunk.slice(start));
   }
-  Deno.exit(0);
+  // In snapshot mode stdin only carries the bootstrap frame: the snapshot posted back ends the process.
+  if (config.mode === "serve") Deno.exit(0);
 }
 
 /** Entry point of the worker that runs Pyodide. */
@@ -216,6 +229,16 @@ export function pyodideWorkerMain(): void {
     stderr(`uncaught error in the Python worker: ${event.message}`);
   });
 
+  // The glue (pyodide_glue.ts) runs once as module codemode_pyodide: in a restored snapshot it is there.
+  const GLUE_LOADER = [
+    "import sys, types",
+    "if 'codemode_pyodide' not in sys.modules:",
+    "    module = types.ModuleType('codemode_pyodide')",
+    "    exec(compile(GLUE, '<codemode>/pyodide_glue.py', 'exec', dont_inherit=True), module.__dict__)",
+    "    sys.modules['codemode_pyodide'] = module",
+    "sys.modules['codemode_pyodide']",
+  ].join("\n");
+
   scope.onmessage = async (event: MessageEvent) => {
     scope.onmessage = null;
     const config = event.data;
@@ -227,6 +250,15 @@ export function pyodideWorkerMain(): void {
       let heapCap = Infinity;
       let memory: WebAssembly.Memory | undefined;
       const wasm = scope.WebAssembly;
+      const port: MessagePort = config.compiled;
+      const precompiled = new Promise<WebAssembly.Module | null>((resolve) => {
+        port.onmessage = (message) => {
+          port.close();
+          resolve(message.data);
+        };
+      });
+      const pyodideWasm = (source: unknown) =>
+        (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) && source.byteLength > 1 << 20;
       for (const name of ["instantiate", "instantiateStreaming"]) {
         const original = wasm[name];
         wasm[name] = async (
@@ -238,7 +270,10 @@ export function pyodideWorkerMain(): void {
           if (typeof grow === "function") {
             imports.env!.emscripten_resize_heap = (size: number) => (size >>> 0) > heapCap ? 0 : grow(size);
           }
-          const result = await original.call(wasm, source, imports, ...rest);
+          const module = name === "instantiate" && pyodideWasm(source) ? await precompiled : null;
+          const result = module
+            ? { module, instance: await original.call(wasm, module, imports) }
+            : await original.call(wasm, source, imports, ...rest);
           const exported = (result.instance ?? result).exports?.memory;
           if (!memory && exported instanceof WebAssembly.Memory) memory = exported;
           return result;
@@ -247,24 +282,133 @@ export function pyodideWorkerMain(): void {
       // No threads for sandboxed code, as a container's pids limit would have it.
       delete scope.Worker;
 
-      const { loadPyodide } = await import(new URL("pyodide.mjs", "file://" + config.assets).href);
+      const assetUrl = (name: string) => new URL(name, "file://" + config.assets).href;
+      const [{ loadPyodide }, { default: createPyodideModule }] = await Promise.all([
+        import(assetUrl("pyodide.mjs")),
+        import(assetUrl("pyodide.asm.mjs")),
+      ]);
       const snapshotMode = config.mode === "snapshot";
       const options = { indexURL: config.assets, env: { HOME: "/home/pyodide" }, stdout: stderr, stderr };
-      const pyodide = await loadPyodide({
-        ...options,
-        _makeSnapshot: snapshotMode || undefined,
-        _loadSnapshot: config.snapshot ? Deno.readFileSync(config.snapshot) : undefined,
-      });
-      if (snapshotMode) {
-        // Snapshots are a private Pyodide API: one that doesn't restore is never handed out.
-        const snapshot: Uint8Array<ArrayBuffer> = pyodide.makeMemorySnapshot();
-        const restored = await loadPyodide({ ...options, _loadSnapshot: snapshot.slice() });
-        if (restored.runPython("sum(range(10))") !== 45) throw new Error("the snapshot does not restore");
-        post(snapshot, [snapshot.buffer]);
-        return;
-      }
-      pyodide.setStdin({ stdin: () => null }); // end of file, as /dev/null gives a container
-      pyodide.setInterruptBuffer(new Int32Array(config.sab, 0, 1));
+
+      // A codemode snapshot keeps only the non-zero pages of Pyodide's memory image, and they are read
+      // from the file straight into the wasm memory: the whole image is never copied or even touched,
+      // which is most of a start's time where page faults are dear. Layout (little-endian u32s):
+      //   magic, Pyodide's header length H, heap length, data runs D, clear runs C,
+      //   D x (offset, length), C x (offset, length), Pyodide's header (H bytes), the data runs' bytes.
+      // Clear runs are pages Pyodide's own start-up writes that are zero in the image.
+      const MAGIC = 0x434d5301, PAGE = 4096;
+      type Read = ((into: Uint8Array) => void) & { close?: () => void };
+      const fileReader = (path: string): Read => {
+        const file = Deno.openSync(path);
+        const read: Read = (into) => {
+          for (let at = 0; at < into.length;) {
+            const n = file.readSync(into.subarray(at));
+            if (!n) throw new Error("the snapshot is truncated");
+            at += n;
+          }
+        };
+        read.close = () => file.close();
+        return read;
+      };
+      const memoryReader = (bytes: Uint8Array): Read => {
+        let at = 0;
+        return (into) => {
+          if (at + into.length > bytes.length) throw new Error("the snapshot is truncated");
+          into.set(bytes.subarray(at, at + into.length));
+          at += into.length;
+        };
+      };
+      const u32s = (read: Read, count: number) => {
+        const values = new Uint32Array(count);
+        read(new Uint8Array(values.buffer));
+        return values;
+      };
+      /** Pyodide's loadPyodide options that restore a codemode snapshot, and whether it was restored. */
+      const restoring = (read: Read, recordClears = false) => {
+        const [magic, headerLength, heapLength, dataCount, clearCount] = u32s(read, 5);
+        if (magic !== MAGIC) throw new Error("the snapshot is not a codemode snapshot");
+        const data = u32s(read, dataCount * 2);
+        let clears = u32s(read, clearCount * 2);
+        // Pyodide sizes the memory from the image's length; the pages past its header stay untouched.
+        const image = new Uint8Array(headerLength + heapLength);
+        read(image.subarray(0, headerLength));
+        const state = { restored: false, clears };
+        const createModule = async (settings: unknown) => {
+          // deno-lint-ignore no-explicit-any
+          const module: any = await createPyodideModule(settings);
+          const restore = module.API.restoreSnapshot;
+          module.API.restoreSnapshot = (snapshot: Uint8Array) => {
+            const heap = new Uint8Array(module.HEAP8.buffer, 0, heapLength);
+            if (recordClears) state.clears = clears = dirtyGaps(heap, data);
+            for (let i = 0; i < clears.length; i += 2) heap.fill(0, clears[i], clears[i] + clears[i + 1]);
+            for (let i = 0; i < data.length; i += 2) read(heap.subarray(data[i], data[i] + data[i + 1]));
+            read.close?.();
+            state.restored = true;
+            return restore(snapshot.subarray(0, headerLength)); // the header only: the heap is in place
+          };
+          return module;
+        };
+        return { options: { _loadSnapshot: image, createPyodideModule: createModule }, state };
+      };
+      const zeroPage = (heap: Uint8Array, at: number) => {
+        const end = Math.min(at + PAGE, heap.length);
+        for (let i = at; i < end; i++) if (heap[i] !== 0) return false;
+        return true;
+      };
+      /** The non-zero pages of `heap` as (offset, length) runs. */
+      const dataRuns = (heap: Uint8Array) => {
+        const runs: number[] = [];
+        for (let at = 0; at < heap.length;) {
+          if (zeroPage(heap, at)) {
+            at += PAGE;
+            continue;
+          }
+          let end = at;
+          while (end < heap.length && !zeroPage(heap, end)) end += PAGE;
+          runs.push(at, Math.min(end, heap.length) - at);
+          at = end;
+        }
+        return runs;
+      };
+      /** Pages outside `data` that are not zero (in a fresh module: what its start-up wrote). */
+      const dirtyGaps = (heap: Uint8Array, data: Uint32Array) => {
+        const dirty: number[] = [];
+        const gap = (from: number, to: number) => {
+          for (const [offset, length] of chunk(dataRuns(heap.subarray(from, to)))) {
+            dirty.push(from + offset, length);
+          }
+        };
+        let from = 0;
+        for (let i = 0; i < data.length; i += 2) {
+          gap(from, data[i]);
+          from = data[i] + data[i + 1];
+        }
+        gap(from, heap.length);
+        return Uint32Array.from(dirty);
+      };
+      const chunk = (runs: number[]) => runs.flatMap((_, i) => i % 2 ? [] : [[runs[i], runs[i + 1]]]);
+      /** Pyodide's snapshot in codemode's layout (see above). */
+      const sparse = (snapshot: Uint8Array, clears: Uint32Array = new Uint32Array()) => {
+        const headerLength = new Uint32Array(snapshot.buffer, snapshot.byteOffset, 4)[1];
+        const heap = snapshot.subarray(headerLength);
+        const data = dataRuns(heap);
+        const head = Uint32Array.from([MAGIC, headerLength, heap.length, data.length / 2, clears.length / 2]);
+        const parts = [head, Uint32Array.from(data), clears].map((u) => new Uint8Array(u.buffer));
+        parts.push(snapshot.subarray(0, headerLength));
+        for (const [offset, length] of chunk(data)) parts.push(heap.subarray(offset, offset + length));
+        const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+        let at = 0;
+        for (const part of parts) {
+          out.set(part, at);
+          at += part.length;
+        }
+        return out;
+      };
+      const importGlue = (
+        py: { runPython: (code: string, options?: unknown) => unknown; toPy: (v: unknown) => unknown },
+      ) =>
+        // deno-lint-ignore no-explicit-any
+        py.runPython(GLUE_LOADER, { globals: py.toPy({ GLUE: config.glue }) }) as any;
 
       let parts: Uint8Array[] = [];
       const take = (): string | null => {
@@ -296,6 +440,34 @@ export function pyodideWorkerMain(): void {
           if (wait.async) await wait.value;
         }
       };
+      const snapshot = config.snapshot ? restoring(fileReader(config.snapshot)) : undefined;
+      const pyodide = await loadPyodide({
+        ...options,
+        ...(snapshot?.options ?? {}),
+        _makeSnapshot: snapshotMode || undefined,
+      });
+      if (snapshot && !snapshot.state.restored) throw new Error("this Pyodide did not restore the snapshot");
+      if (snapshotMode) {
+        // With a bootstrap, the runtime is imported before the image is taken (the first stdin line is
+        // the bootstrap frame), so sessions restored from it start without compiling it.
+        if (config.bootstrap !== undefined) {
+          importGlue(pyodide).preload(await receiveAsync(), config.bootstrap);
+        }
+        const image = pyodide.makeMemorySnapshot();
+        // Snapshots are a private Pyodide API: one that doesn't restore is never handed out. The check
+        // restores it as a session would, recording the pages a fresh module wrote that must be cleared.
+        const check = restoring(memoryReader(sparse(image)), true);
+        const restored = await loadPyodide({ ...options, ...check.options });
+        const ok = check.state.restored && restored.runPython("sum(range(10))") === 45 &&
+          (config.bootstrap === undefined || importGlue(restored).preloaded_ok());
+        if (!ok) throw new Error("the snapshot does not restore");
+        const made = sparse(image, check.state.clears);
+        post(made, [made.buffer]);
+        return;
+      }
+      pyodide.setStdin({ stdin: () => null }); // end of file, as /dev/null gives a container
+      pyodide.setInterruptBuffer(new Int32Array(config.sab, 0, 1));
+
       const interrupted = () => Atomics.exchange(ctrl, INTERRUPT, 0) !== 0;
       // Writes to fds 1 and 2 arrive here with the GIL released, so Python can't be called: they wait,
       // capped, until the transport drains them (before each print and at the end of a run).
@@ -350,9 +522,7 @@ export function pyodideWorkerMain(): void {
       };
 
       const bootstrap = await receiveAsync();
-      const namespace = pyodide.toPy({ __name__: "codemode_pyodide" });
-      pyodide.runPython(config.glue, { globals: namespace, filename: "<codemode>/pyodide_glue.py" });
-      const transport = namespace.get("start")(bootstrap, config.bootstrap ?? "", host);
+      const transport = importGlue(pyodide).start(bootstrap, config.bootstrap ?? "", host);
       pyodide.setStdout(fdWriter("stdout"));
       pyodide.setStderr(fdWriter("stderr"));
       if (memory) heapCap = memory.buffer.byteLength + config.memoryBytes;

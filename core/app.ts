@@ -262,14 +262,16 @@ export class Codemode {
   /**
    * An MCP server for one client connection. A serving codemode publishes its stats for `codemode stats`
    * and its activity for `codemode ui` (unless CODEMODE_ACTIVITY=0). The server side of the MCP SDK loads
-   * here, on first use: `run`, `search` and `doctor` never serve. Its sandbox is prewarmed when the client
-   * initializes, as CODEMODE_PREWARM says for `transport`.
+   * here, on first use: `run`, `search` and `doctor` never serve. Its sandbox is prewarmed as
+   * CODEMODE_PREWARM says for `transport`: over stdio at once (the one client is connecting now, and the
+   * start overlaps loading the server and the handshake), over HTTP when the session's client initializes.
    */
   async mcpServer(sessionKey: string, transport: "stdio" | "http" = "stdio"): Promise<McpServer> {
-    const { createMcpServer } = await import("./serve/mcp_server.ts");
-    const skills = await this.skillStore();
     const prewarm = this.settings.prewarm === "on" ||
       (this.settings.prewarm === "stdio" && transport === "stdio");
+    if (prewarm && transport === "stdio") this.sessions.prewarm(sessionKey);
+    const { createMcpServer } = await import("./serve/mcp_server.ts");
+    const skills = await this.skillStore();
     this.serving({ transport });
     const server = createMcpServer({
       runner: this.sessions,
@@ -292,7 +294,7 @@ export class Codemode {
       artifacts: this.artifactStore(sessionKey),
       skills: skills?.catalog,
       approvals: this.approvals,
-      ...(prewarm ? { onInitialized: () => this.sessions.prewarm(sessionKey) } : {}),
+      ...(prewarm && transport === "http" ? { onInitialized: () => this.sessions.prewarm(sessionKey) } : {}),
     });
     this.#clients.set(sessionKey, server);
     const closed = server.server.onclose;

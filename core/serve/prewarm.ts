@@ -1,7 +1,7 @@
 /**
- * Prewarming: a client's sandbox starts when the client has initialized (`notifications/initialized`,
- * the end of the 2025-era handshake), so the first `run_python` finds it ready or joins its start
- * instead of paying for it. Whether to prewarm is the app's call (CODEMODE_PREWARM); the session manager
+ * Prewarming over HTTP: a session's sandbox starts when its client has initialized
+ * (`notifications/initialized`, the end of the 2025-era handshake; a stdio serve prewarms at once), so
+ * the first `run_python` finds it ready or joins its start instead of paying for it. Whether to prewarm is the app's call (CODEMODE_PREWARM); the session manager
  * keeps it within the session cap and stops an unused one at the idle timeout.
  * @module
  */

@@ -9,8 +9,8 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
+import { closeSync, createWriteStream, openSync, readSync } from "node:fs";
+import { chmod, lstat, mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -125,21 +125,25 @@ async function removeStaleTemps(dir: string, name: string): Promise<void> {
   }
 }
 
-/** SHA-256 (hex) of a file, read in 4 MiB blocks (a stream's 64 KiB chunks cost Bun twice the CPU). */
-export async function sha256File(path: string): Promise<string> {
-  const hash = createHash("sha256");
-  const file = await open(path, "r");
-  const block = new Uint8Array(4 << 20);
+/**
+ * SHA-256 (hex) of a file, read synchronously in 256 KiB blocks: the binary checks ~125 MB before every
+ * first launch, and there the async reads' thread hops cost more than hashing (Bun: ~100 ms this way,
+ * 150-190 ms with 4 MiB async reads), while a block this size stays in the CPU's cache.
+ */
+export function sha256File(path: string): Promise<string> {
   try {
-    for (;;) {
-      const { bytesRead } = await file.read(block, 0, block.length, null);
-      if (bytesRead === 0) break;
-      hash.update(block.subarray(0, bytesRead));
+    const hash = createHash("sha256");
+    const fd = openSync(path, "r");
+    const block = new Uint8Array(256 << 10);
+    try {
+      for (let n; (n = readSync(fd, block, 0, block.length, null)) > 0;) hash.update(block.subarray(0, n));
+    } finally {
+      closeSync(fd);
     }
-  } finally {
-    await file.close();
+    return Promise.resolve(hash.digest("hex"));
+  } catch (error) {
+    return Promise.reject(error);
   }
-  return hash.digest("hex");
 }
 
 /** What changes whenever the file is written, replaced or has its mode changed. */

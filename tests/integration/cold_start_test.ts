@@ -1,8 +1,8 @@
 /**
  * Issue 19 with real podman and real `codemode serve` processes (from source): the detection cache is
  * used, and dropped when the engine binary changes, the image is removed or a session fails to start;
- * the sandbox is prewarmed when a stdio or HTTP client initializes and the first call uses it (one
- * container, not two); no prewarmed container outlives the serve, even when the client leaves during the
+ * the sandbox is prewarmed as a stdio serve starts or when an HTTP client initializes, and the first call
+ * uses it (one container, not two); no prewarmed container outlives the serve, even when the client leaves during the
  * prewarm. podman is reached through a wrapper on PATH that logs every command it is given, so the tests
  * see which engine commands each serve ran, and can slow down or fail `podman run`.
  * @module
@@ -194,7 +194,7 @@ test("a session that fails to start drops the cached verdict and detects afresh"
   }
 });
 
-test("stdio: the sandbox starts when the client initializes, and the first call uses it", async () => {
+test("stdio: the sandbox starts as the serve starts, and the first call uses it", async () => {
   spawnSync(PODMAN, ["tag", IMAGE, TAG]);
   const w = wrapper("prewarm-stdio");
   const s = await serve(w.env, w.home);

@@ -4,7 +4,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { RuntimePlugin } from "../../core/contracts/runtime.ts";
+import type { RuntimePlugin, SandboxStartOptions } from "../../core/contracts/runtime.ts";
 import { LABELS, SessionManager, type SessionManagerOptions } from "../../core/sandbox/session_manager.ts";
 import type { RpcHandler } from "../../core/sandbox/rpc.ts";
 import { bootstrapCommand, bootstrapFrame } from "../../sandbox/source.ts";
@@ -69,4 +69,9 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Start options for a Pyodide sandbox named `name` (the runtime ignores the image). */
+export function pyodideStart(name: string): SandboxStartOptions {
+  return { name, image: "", command: bootstrapCommand(), limits: { memory: "256m", pids: 64 }, labels: {} };
 }

@@ -12,19 +12,13 @@ import { findPyodideAssets, PYODIDE_FILES } from "../../plugins/runtime/_pyodide
 import { SandboxSession } from "../../core/sandbox/session.ts";
 import type { SandboxStartOptions } from "../../core/contracts/runtime.ts";
 import type { RpcHandler } from "../../core/sandbox/rpc.ts";
-import { bootstrapCommand, bootstrapFrame } from "../../sandbox/source.ts";
-import { echoRpc, sessions } from "./_harness.ts";
+import { bootstrapFrame } from "../../sandbox/source.ts";
+import { echoRpc, pyodideStart, sessions } from "./_harness.ts";
 
 /** Shared across runs and test files, so the start-up snapshot is made once. */
 const STATE = join(tmpdir(), "codemode-test-pyodide");
 const runtime = () => pyodide({ stateDir: STATE });
-const start = (name = "codemode-test-pyodide"): SandboxStartOptions => ({
-  name,
-  image: "",
-  command: bootstrapCommand(),
-  limits: { memory: "256m", pids: 64 },
-  labels: {},
-});
+const start = (name = "codemode-test-pyodide"): SandboxStartOptions => pyodideStart(name);
 const test = (name: string, fn: () => Promise<void> | void) =>
   Deno.test({ name, sanitizeOps: false, sanitizeResources: false, fn });
 

@@ -11,19 +11,13 @@ import { join } from "node:path";
 import { pyodide } from "../../plugins/runtime/pyodide.ts";
 import { SandboxSession } from "../../core/sandbox/session.ts";
 import type { HostFrame } from "../../core/sandbox/protocol.ts";
-import type { RuntimePlugin, SandboxStartOptions } from "../../core/contracts/runtime.ts";
-import { bootstrapCommand, bootstrapFrame, MODULES, SANDBOX_RUNTIME } from "../../sandbox/source.ts";
-import { echoRpc } from "./_harness.ts";
+import type { RuntimePlugin } from "../../core/contracts/runtime.ts";
+import { bootstrapFrame, MODULES, SANDBOX_RUNTIME } from "../../sandbox/source.ts";
+import { echoRpc, pyodideStart } from "./_harness.ts";
 
 const STATE = join(tmpdir(), "codemode-test-pyodide-preload");
 const runtime = () => pyodide({ stateDir: STATE, preload: SANDBOX_RUNTIME });
-const start: SandboxStartOptions = {
-  name: "codemode-test-pyodide-preload",
-  image: "",
-  command: bootstrapCommand(),
-  limits: { memory: "256m", pids: 64 },
-  labels: {},
-};
+const start = pyodideStart("codemode-test-pyodide-preload");
 const test = (name: string, fn: () => Promise<void> | void) =>
   Deno.test({ name, sanitizeOps: false, sanitizeResources: false, fn });
 

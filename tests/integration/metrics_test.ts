@@ -142,21 +142,25 @@ test("codemode ui adds up the metrics every serve publishes, and codemode stats 
     const health = await (await fetch(ui.url + "healthz")).json();
     assert.equal(health.serves, 2);
     assert.equal(health.sessions, 2);
-    const stats = await new Promise<string>((resolve, reject) =>
-      execFile(
-        join(ROOT, "node_modules/.bin/deno"),
-        ["run", "-A", "--quiet", join(ROOT, "cli.ts"), "stats", "--json"],
-        {
-          cwd: home,
-          env: { PATH: process.env.PATH ?? "", HOME: home, CODEMODE_STATE_DIR: join(home, "state") },
-        },
-        (error, stdout) => (error ? reject(error) : resolve(stdout)),
-      )
-    );
-    const snapshots = JSON.parse(stats) as {
-      runs: { total: number; ok: number };
-      upstream: { count: number }[];
-    }[];
+    // Each serve rewrites its stats file at most once a second: read until both have caught up.
+    const statsJson = () =>
+      new Promise<string>((resolve, reject) =>
+        execFile(
+          join(ROOT, "node_modules/.bin/deno"),
+          ["run", "-A", "--quiet", join(ROOT, "cli.ts"), "stats", "--json"],
+          {
+            cwd: home,
+            env: { PATH: process.env.PATH ?? "", HOME: home, CODEMODE_STATE_DIR: join(home, "state") },
+          },
+          (error, stdout) => (error ? reject(error) : resolve(stdout)),
+        )
+      );
+    let snapshots: { runs: { total: number; ok: number }; upstream: { count: number }[] }[] = [];
+    for (let i = 0; i < 20; i++) {
+      snapshots = JSON.parse(await statsJson());
+      if (snapshots.reduce((n, s) => n + s.runs.ok, 0) === 3) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
     assert.deepEqual(snapshots.map((s) => s.runs.ok).sort(), [1, 2]);
     assert.equal(snapshots.reduce((n, s) => n + s.upstream.reduce((m, u) => m + u.count, 0), 0), 3);
   } finally {

@@ -11,6 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
 import { pyodideHostMain, pyodideWorkerMain } from "./pyodide_host.ts";
+import { sparseSnapshotCodec } from "./_pyodide_sparse.ts";
 import { PYODIDE_GLUE } from "./_pyodide_glue.ts";
 import { PYODIDE_FILES } from "./_pyodide_embedded.ts";
 
@@ -106,7 +107,8 @@ export function hostProgram(): string {
     "// codemode: Pyodide sandbox host, generated from plugins/runtime/pyodide_host.ts",
     `const glue = ${JSON.stringify(PYODIDE_GLUE)};`,
     `const workerMain = ${pyodideWorkerMain.toString()};`,
-    `await (${pyodideHostMain.toString()})(workerMain, glue);`,
+    `const sparseCodec = ${sparseSnapshotCodec.toString()};`,
+    `await (${pyodideHostMain.toString()})(workerMain, glue, sparseCodec);`,
     "",
   ].join("\n");
 }

@@ -3,14 +3,16 @@
  * frames on stdin/stdout and keeps time; Python (Pyodide) runs on a worker, so the main thread can interrupt
  * it at a timeout, watch memory and exit without its cooperation.
  *
- * Both functions are written into one file with `Function.prototype.toString` (see `hostProgram`), which
- * keeps them working inside a compiled binary, so they must not refer to anything outside themselves.
+ * Both functions (and the snapshot codec, _pyodide_sparse.ts) are written into one file with
+ * `Function.prototype.toString` (see `hostProgram`), which keeps them working inside a compiled binary, so
+ * they must not refer to anything outside themselves.
  *
  * Main thread -> worker: one init message, then every stdin line through a shared-memory mailbox (so Python
  * blocked in a synchronous call can still receive its answer). Worker -> main thread: each outgoing frame as
  * a string, `{fatal}` on a failure, or the snapshot bytes in snapshot mode.
  * @module
  */
+import type { SnapshotRead, SparseSnapshotCodec } from "./_pyodide_sparse.ts";
 
 /** What the subprocess gets as its only argument (JSON). */
 export interface HostConfig {
@@ -30,7 +32,11 @@ export interface HostConfig {
 }
 
 /** Entry point of the subprocess's main thread. */
-export async function pyodideHostMain(workerMain: () => void, glue: string): Promise<void> {
+export async function pyodideHostMain(
+  workerMain: (sparseCodec: () => SparseSnapshotCodec) => void,
+  glue: string,
+  sparseCodec: () => SparseSnapshotCodec,
+): Promise<void> {
   const config = JSON.parse(Deno.args[0]) as HostConfig;
   // Mailbox layout (Int32 slots): interrupt flag (Pyodide's interrupt buffer), mailbox state
   // (0 empty, 1 full), chunk length, more-chunks flag. The data area follows.
@@ -63,7 +69,7 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
     () => compiled.port1.postMessage(null), // the worker compiles it itself and reports what is wrong
   );
 
-  const source = `(${workerMain})()`;
+  const source = `(${workerMain})(${sparseCodec})`;
   const worker = new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })), {
     type: "module",
   });
@@ -204,7 +210,7 @@ export async function pyodideHostMain(workerMain: () => void, glue: string): Pro
 }
 
 /** Entry point of the worker that runs Pyodide. */
-export function pyodideWorkerMain(): void {
+export function pyodideWorkerMain(sparseCodec: () => SparseSnapshotCodec): void {
   // deno-lint-ignore no-explicit-any
   const scope = globalThis as any;
   const post = (message: unknown, transfer: Transferable[] = []) => scope.postMessage(message, transfer);
@@ -290,119 +296,27 @@ export function pyodideWorkerMain(): void {
       const snapshotMode = config.mode === "snapshot";
       const options = { indexURL: config.assets, env: { HOME: "/home/pyodide" }, stdout: stderr, stderr };
 
-      // A codemode snapshot keeps only the non-zero pages of Pyodide's memory image, and they are read
-      // from the file straight into the wasm memory: the whole image is never copied or even touched,
-      // which is most of a start's time where page faults are dear. Layout (little-endian u32s):
-      //   magic, Pyodide's header length H, heap length, data runs D, clear runs C,
-      //   D x (offset, length), C x (offset, length), Pyodide's header (H bytes), the data runs' bytes.
-      // Clear runs are pages Pyodide's own start-up writes that are zero in the image.
-      const MAGIC = 0x434d5301, PAGE = 4096;
-      type Read = ((into: Uint8Array) => void) & { close?: () => void };
-      const fileReader = (path: string): Read => {
-        const file = Deno.openSync(path);
-        const read: Read = (into) => {
-          for (let at = 0; at < into.length;) {
-            const n = file.readSync(into.subarray(at));
-            if (!n) throw new Error("the snapshot is truncated");
-            at += n;
-          }
-        };
-        read.close = () => file.close();
-        return read;
-      };
-      const memoryReader = (bytes: Uint8Array): Read => {
-        let at = 0;
-        return (into) => {
-          if (at + into.length > bytes.length) throw new Error("the snapshot is truncated");
-          into.set(bytes.subarray(at, at + into.length));
-          at += into.length;
-        };
-      };
-      const u32s = (read: Read, count: number) => {
-        const values = new Uint32Array(count);
-        read(new Uint8Array(values.buffer));
-        return values;
-      };
-      /** Pyodide's loadPyodide options that restore a codemode snapshot, and whether it was restored. */
-      const restoring = (read: Read, recordClears = false) => {
-        const [magic, headerLength, heapLength, dataCount, clearCount] = u32s(read, 5);
-        if (magic !== MAGIC) throw new Error("the snapshot is not a codemode snapshot");
-        const data = u32s(read, dataCount * 2);
-        let clears = u32s(read, clearCount * 2);
-        // Pyodide sizes the memory from the image's length; the pages past its header stay untouched.
-        const image = new Uint8Array(headerLength + heapLength);
-        read(image.subarray(0, headerLength));
-        const state = { restored: false, clears };
+      // The snapshot, in codemode's sparse layout (_pyodide_sparse.ts): its non-zero pages go from the
+      // file straight into the heap, through a hook on Pyodide's restore that gets the header only.
+      const codec = sparseCodec();
+      const restoring = (read: SnapshotRead, recordClears = false) => {
+        const opened = codec.open(read);
+        const state = { restored: false, clears: new Uint32Array() as Uint32Array };
         const createModule = async (settings: unknown) => {
           // deno-lint-ignore no-explicit-any
           const module: any = await createPyodideModule(settings);
           const restore = module.API.restoreSnapshot;
           module.API.restoreSnapshot = (snapshot: Uint8Array) => {
-            const heap = new Uint8Array(module.HEAP8.buffer, 0, heapLength);
-            if (recordClears) state.clears = clears = dirtyGaps(heap, data);
-            for (let i = 0; i < clears.length; i += 2) heap.fill(0, clears[i], clears[i] + clears[i + 1]);
-            for (let i = 0; i < data.length; i += 2) read(heap.subarray(data[i], data[i] + data[i + 1]));
-            read.close?.();
+            state.clears = opened.fill(
+              new Uint8Array(module.HEAP8.buffer, 0, opened.heapLength),
+              recordClears,
+            );
             state.restored = true;
-            return restore(snapshot.subarray(0, headerLength)); // the header only: the heap is in place
+            return restore(snapshot.subarray(0, opened.headerLength));
           };
           return module;
         };
-        return { options: { _loadSnapshot: image, createPyodideModule: createModule }, state };
-      };
-      const zeroPage = (heap: Uint8Array, at: number) => {
-        const end = Math.min(at + PAGE, heap.length);
-        for (let i = at; i < end; i++) if (heap[i] !== 0) return false;
-        return true;
-      };
-      /** The non-zero pages of `heap` as (offset, length) runs. */
-      const dataRuns = (heap: Uint8Array) => {
-        const runs: number[] = [];
-        for (let at = 0; at < heap.length;) {
-          if (zeroPage(heap, at)) {
-            at += PAGE;
-            continue;
-          }
-          let end = at;
-          while (end < heap.length && !zeroPage(heap, end)) end += PAGE;
-          runs.push(at, Math.min(end, heap.length) - at);
-          at = end;
-        }
-        return runs;
-      };
-      /** Pages outside `data` that are not zero (in a fresh module: what its start-up wrote). */
-      const dirtyGaps = (heap: Uint8Array, data: Uint32Array) => {
-        const dirty: number[] = [];
-        const gap = (from: number, to: number) => {
-          for (const [offset, length] of chunk(dataRuns(heap.subarray(from, to)))) {
-            dirty.push(from + offset, length);
-          }
-        };
-        let from = 0;
-        for (let i = 0; i < data.length; i += 2) {
-          gap(from, data[i]);
-          from = data[i] + data[i + 1];
-        }
-        gap(from, heap.length);
-        return Uint32Array.from(dirty);
-      };
-      const chunk = (runs: number[]) => runs.flatMap((_, i) => i % 2 ? [] : [[runs[i], runs[i + 1]]]);
-      /** Pyodide's snapshot in codemode's layout (see above). */
-      const sparse = (snapshot: Uint8Array, clears: Uint32Array = new Uint32Array()) => {
-        const headerLength = new Uint32Array(snapshot.buffer, snapshot.byteOffset, 4)[1];
-        const heap = snapshot.subarray(headerLength);
-        const data = dataRuns(heap);
-        const head = Uint32Array.from([MAGIC, headerLength, heap.length, data.length / 2, clears.length / 2]);
-        const parts = [head, Uint32Array.from(data), clears].map((u) => new Uint8Array(u.buffer));
-        parts.push(snapshot.subarray(0, headerLength));
-        for (const [offset, length] of chunk(data)) parts.push(heap.subarray(offset, offset + length));
-        const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-        let at = 0;
-        for (const part of parts) {
-          out.set(part, at);
-          at += part.length;
-        }
-        return out;
+        return { options: { _loadSnapshot: opened.image, createPyodideModule: createModule }, state };
       };
       const importGlue = (
         py: { runPython: (code: string, options?: unknown) => unknown; toPy: (v: unknown) => unknown },
@@ -440,7 +354,7 @@ export function pyodideWorkerMain(): void {
           if (wait.async) await wait.value;
         }
       };
-      const snapshot = config.snapshot ? restoring(fileReader(config.snapshot)) : undefined;
+      const snapshot = config.snapshot ? restoring(codec.fileReader(config.snapshot)) : undefined;
       const pyodide = await loadPyodide({
         ...options,
         ...(snapshot?.options ?? {}),
@@ -456,13 +370,13 @@ export function pyodideWorkerMain(): void {
         const image = pyodide.makeMemorySnapshot();
         // Snapshots are a private Pyodide API: one that doesn't restore is never handed out. The check
         // restores it as a session would, recording the pages a fresh module wrote that must be cleared.
-        const check = restoring(memoryReader(sparse(image)), true);
+        const check = restoring(codec.memoryReader(codec.encode(image)), true);
         const restored = await loadPyodide({ ...options, ...check.options });
         const ok = check.state.restored && restored.runPython("sum(range(10))") === 45 &&
           (config.bootstrap === undefined || importGlue(restored).preloaded_ok());
         if (!ok) throw new Error("the snapshot does not restore");
-        const made = sparse(image, check.state.clears);
-        post(made, [made.buffer]);
+        const made = codec.encode(image, check.state.clears);
+        post(made, [made.buffer as ArrayBuffer]);
         return;
       }
       pyodide.setStdin({ stdin: () => null }); // end of file, as /dev/null gives a container

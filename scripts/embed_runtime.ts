@@ -111,7 +111,7 @@ export async function embedRuntime(target = hostTarget()): Promise<EmbedManifest
       name: input.name,
       mode: input.mode,
       encoding: input.compress ? "zstd" : "identity",
-      sha256: await sha256File(input.path),
+      sha256: sha256File(input.path),
       size: statSync(input.path).size,
     };
     const out = join(EMBED_DIR, input.out);

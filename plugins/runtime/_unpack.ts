@@ -63,7 +63,7 @@ async function ensure(file: PackedFile, target: string, mode: number): Promise<U
     if (verified.get(target) === id) return "verified";
     if (Number(before.size) === file.size) {
       const hashing = Date.now();
-      const digest = await sha256File(target).catch(() => undefined);
+      const digest = digestOrNothing(target);
       const after = await lstat(target, { bigint: true }).catch(() => undefined);
       if (digest === file.sha256 && after && identity(after) === id) {
         // Timestamps come from a coarse clock: a write within a tick of the last change leaves the
@@ -130,19 +130,23 @@ async function removeStaleTemps(dir: string, name: string): Promise<void> {
  * first launch, and there the async reads' thread hops cost more than hashing (Bun: ~100 ms this way,
  * 150-190 ms with 4 MiB async reads), while a block this size stays in the CPU's cache.
  */
-export function sha256File(path: string): Promise<string> {
+export function sha256File(path: string): string {
+  const hash = createHash("sha256");
+  const fd = openSync(path, "r");
+  const block = new Uint8Array(256 << 10);
   try {
-    const hash = createHash("sha256");
-    const fd = openSync(path, "r");
-    const block = new Uint8Array(256 << 10);
-    try {
-      for (let n; (n = readSync(fd, block, 0, block.length, null)) > 0;) hash.update(block.subarray(0, n));
-    } finally {
-      closeSync(fd);
-    }
-    return Promise.resolve(hash.digest("hex"));
-  } catch (error) {
-    return Promise.reject(error);
+    for (let n; (n = readSync(fd, block, 0, block.length, null)) > 0;) hash.update(block.subarray(0, n));
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest("hex");
+}
+
+function digestOrNothing(path: string): string | undefined {
+  try {
+    return sha256File(path);
+  } catch {
+    return undefined; // gone or unreadable since the lstat: unpacked again
   }
 }
 

@@ -26,6 +26,7 @@ import { sessionArtifactsDir } from "../../core/artifacts/stores.ts";
 import { startUi, type UiServer } from "../../core/dashboard/ui.ts";
 import { downloadType } from "../../core/dashboard/files.ts";
 import type { SkillsView } from "../../core/dashboard/skills.ts";
+import { idleServeState } from "./_serve_state.ts";
 
 /** A pid no process can have (above Linux's largest pid_max). */
 const DEAD_PID = 4_194_304 + 12_345;
@@ -77,19 +78,7 @@ async function world(
   const activity = new Activity();
   const publisher = new ActivityPublisher(stateDir, {
     activity,
-    state: () => ({
-      pid: process.pid,
-      version: "test",
-      transport: "stdio",
-      startedAt: new Date(0).toISOString(),
-      cwd: "/work",
-      clients: [],
-      sessions: [],
-      servers: [],
-      policy: { open: true, rules: {}, sources: {} },
-      metrics: [],
-      artifactSessions: [SESSION],
-    }),
+    state: () => idleServeState({ artifactSessions: [SESSION] }),
     flushMs: 10,
     stateMs: 50,
     maxImageRuns: options.maxImageRuns,

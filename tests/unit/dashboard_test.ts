@@ -12,6 +12,7 @@ import { Activity } from "../../core/observe/activity.ts";
 import { ActivityPublisher } from "../../core/observe/activity_file.ts";
 import { startUi, type UiServer } from "../../core/dashboard/ui.ts";
 import { DashboardAuth } from "../../core/dashboard/auth.ts";
+import { idleServeState } from "./_serve_state.ts";
 
 interface Reply {
   status: number;
@@ -50,29 +51,21 @@ async function setup(token?: string): Promise<Setup> {
   const activity = new Activity();
   const publisher = new ActivityPublisher(stateDir, {
     activity,
-    state: () => ({
-      pid: process.pid,
-      version: "test",
-      transport: "stdio",
-      startedAt: new Date(0).toISOString(),
-      cwd: "/work",
-      clients: [],
-      sessions: [],
-      servers: [{ name: "everything", transport: "stdio", state: "ready", restarts: 0, tools: [] }],
-      policy: { open: true, rules: {}, sources: {} },
-      metrics: [],
-      approvals: [{
-        id: "req-1",
-        session: "stdio",
-        server: "memory",
-        tool: "delete_entities",
-        summary: 'entityNames=["a"]',
-        reason: "CODEMODE_CONFIRM_TOOLS asks",
-        askedAt: new Date().toISOString(),
-        expiresAt: new Date(Date.now() + 60_000).toISOString(),
-        client: false,
-      }],
-    }),
+    state: () =>
+      idleServeState({
+        servers: [{ name: "everything", transport: "stdio", state: "ready", restarts: 0, tools: [] }],
+        approvals: [{
+          id: "req-1",
+          session: "stdio",
+          server: "memory",
+          tool: "delete_entities",
+          summary: 'entityNames=["a"]',
+          reason: "CODEMODE_CONFIRM_TOOLS asks",
+          askedAt: new Date().toISOString(),
+          expiresAt: new Date(Date.now() + 60_000).toISOString(),
+          client: false,
+        }],
+      }),
     flushMs: 10,
     stateMs: 50,
   });

@@ -14,8 +14,8 @@ import { defaultDiscoveryContext, discoverServers, type Discovery } from "./conf
 import { UpstreamPool } from "./upstream/pool.ts";
 import { OAuthClients } from "./auth/clients.ts";
 import { ToolCatalog } from "./catalog/catalog.ts";
-import { encodeRawResult, unwrapToolResult } from "./sandbox/tool_result.ts";
-import { sandboxApi } from "./sandbox/api.ts";
+import { encodeRawResult, unwrapToolResult } from "./host_api/tool_result.ts";
+import { sandboxApi } from "./host_api/api.ts";
 import { SessionManager } from "./sandbox/session_manager.ts";
 import { type RuntimeChoice, selectRuntime } from "./sandbox/runtime_select.ts";
 import { DetectionCache } from "./sandbox/detection_cache.ts";
@@ -29,7 +29,7 @@ import { ARTIFACTS_DIR, MAX_ARTIFACTS_PER_RUN } from "./sandbox/artifact_receive
 import type { SkillStore } from "./skills/store.ts";
 import { skillRoots } from "./skills/sources.ts";
 import { type ToolDoc, toolDoc } from "./catalog/docs.ts";
-import { ApprovalBroker } from "./sandbox/approvals.ts";
+import { ApprovalBroker } from "./host_api/approvals.ts";
 import { stats } from "./observe/stats.ts";
 import { ActivityInbox, ActivityPublisher } from "./observe/activity_file.ts";
 import { watched } from "./observe/watchers.ts";

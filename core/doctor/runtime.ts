@@ -8,7 +8,7 @@
 import type { Problem, RuntimeDetection, RuntimePlugin, SandboxLimits } from "../contracts/runtime.ts";
 import { hasImageStore } from "../contracts/runtime.ts";
 import type { HostFrame } from "../sandbox/protocol.ts";
-import { RpcError } from "../sandbox/rpc.ts";
+import { RpcError } from "../host_api/rpc.ts";
 import { SandboxSession } from "../sandbox/session.ts";
 import { ownerLabels } from "../sandbox/session_manager.ts";
 

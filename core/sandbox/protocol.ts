@@ -42,9 +42,6 @@ import * as z from "zod";
 /** Default cap on one frame, in bytes. Larger lines are discarded whole. */
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
-/** Binary values cross the JSON channel as `{__codemode_bytes__: base64, mime_type}`. */
-export const BYTES_MARKER = "__codemode_bytes__";
-
 const id = z.union([z.string(), z.number()]);
 
 /** Why the sandbox left a file in /workspace/artifacts out (it says so, so the result can name it). */

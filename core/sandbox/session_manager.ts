@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import type { RuntimePlugin, SandboxLimits, SandboxMount } from "../contracts/runtime.ts";
 import type { RunResult } from "../contracts/output.ts";
 import type { HostFrame } from "./protocol.ts";
-import type { RpcHandler } from "./rpc.ts";
+import type { RpcHandler } from "../host_api/rpc.ts";
 import { type RunOptions, SandboxSession } from "./session.ts";
 import { RunSlots } from "./run_slots.ts";
 import { log } from "../observe/log.ts";

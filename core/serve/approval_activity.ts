@@ -6,7 +6,7 @@
  * request is cancelled), and an answer that comes after the question closed is refused and logged.
  * @module
  */
-import type { ApprovalBroker, ApprovalEvent } from "../sandbox/approvals.ts";
+import type { ApprovalBroker, ApprovalEvent } from "../host_api/approvals.ts";
 import { activity } from "../observe/activity.ts";
 import type { ActivityInbox, InboxMessage } from "../observe/activity_file.ts";
 import type { PendingApprovalInfo } from "../observe/serve_state.ts";

@@ -11,7 +11,7 @@ import type {
   Server,
   ServerContext,
 } from "@modelcontextprotocol/server";
-import type { ApprovalBroker, ApprovalDecision, Approver, Ask } from "../sandbox/approvals.ts";
+import type { ApprovalBroker, ApprovalDecision, Approver, Ask } from "../host_api/approvals.ts";
 
 /** The form of an approval question. */
 export const APPROVAL_FORM: ElicitRequestFormParams["requestedSchema"] = {

@@ -16,7 +16,7 @@ import { stats } from "../observe/stats.ts";
 import { resultContent } from "./display_content.ts";
 import type { ArtifactStore } from "../artifacts/store.ts";
 import { artifactLinks, registerArtifactResources } from "./artifact_resources.ts";
-import type { ApprovalBroker } from "../sandbox/approvals.ts";
+import type { ApprovalBroker } from "../host_api/approvals.ts";
 import { requestApprover } from "./elicitation.ts";
 import { whenInitialized } from "./prewarm.ts";
 import { recordRunEnd, recordRunStart } from "./run_activity.ts";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import type { RuntimePlugin, SandboxStartOptions } from "../../core/contracts/runtime.ts";
 import { LABELS, SessionManager, type SessionManagerOptions } from "../../core/sandbox/session_manager.ts";
-import type { RpcHandler } from "../../core/sandbox/rpc.ts";
+import type { RpcHandler } from "../../core/host_api/rpc.ts";
 import { bootstrapCommand, bootstrapFrame } from "../../sandbox/source.ts";
 
 /** The image integration tests use. */

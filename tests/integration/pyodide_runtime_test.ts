@@ -11,7 +11,7 @@ import { denoArgs, denoEnv, findDeno, memoryBytes } from "../../plugins/runtime/
 import { findPyodideAssets, PYODIDE_FILES } from "../../plugins/runtime/_pyodide_files.ts";
 import { SandboxSession } from "../../core/sandbox/session.ts";
 import type { SandboxStartOptions } from "../../core/contracts/runtime.ts";
-import type { RpcHandler } from "../../core/sandbox/rpc.ts";
+import type { RpcHandler } from "../../core/host_api/rpc.ts";
 import { bootstrapFrame } from "../../sandbox/source.ts";
 import { echoRpc, pyodideStart, sessions } from "./_harness.ts";
 

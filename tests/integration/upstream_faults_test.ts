@@ -7,7 +7,7 @@ import process from "node:process";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
 import { alive, textOf } from "./_harness.ts";
 import { setLogLevel, setLogSink } from "../../core/observe/log.ts";
-import { encodeWithinLimits, ResultLimitError } from "../../core/sandbox/tool_result.ts";
+import { encodeWithinLimits, ResultLimitError } from "../../core/host_api/tool_result.ts";
 import {
   UnknownServerError,
   UpstreamCallError,

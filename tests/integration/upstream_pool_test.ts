@@ -10,8 +10,8 @@ import process from "node:process";
 import { Buffer } from "node:buffer";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
 import { alive, textOf } from "./_harness.ts";
-import { BYTES_MARKER } from "../../core/sandbox/protocol.ts";
-import { ToolError, unwrapToolResult } from "../../core/sandbox/tool_result.ts";
+import { BYTES_MARKER } from "../../core/host_api/tool_result.ts";
+import { ToolError, unwrapToolResult } from "../../core/host_api/tool_result.ts";
 import { UpstreamExitedError, UpstreamPool } from "../../core/upstream/pool.ts";
 
 const source = { plugin: "test", file: "test", key: "test" };

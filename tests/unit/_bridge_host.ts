@@ -1,6 +1,6 @@
 /**
  * Test helper: a fake host answering the sandbox's discovery calls in the shapes the real one does
- * (core/sandbox/api.ts, built from the same core/catalog/docs.ts views), for one server, "my-server".
+ * (core/host_api/api.ts, built from the same core/catalog/docs.ts views), for one server, "my-server".
  * @module
  */
 import type { Tool } from "@modelcontextprotocol/client";

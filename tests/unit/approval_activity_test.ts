@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ApprovalBroker, type Ask } from "../../core/sandbox/approvals.ts";
+import { ApprovalBroker, type Ask } from "../../core/host_api/approvals.ts";
 import { activity, type ActivityEvent } from "../../core/observe/activity.ts";
 import { ActivityInbox, sendToInbox } from "../../core/observe/activity_file.ts";
 import { ensurePrivateDir } from "../../core/observe/private_files.ts";

@@ -13,9 +13,9 @@ import {
   type Ask,
   type PendingApproval,
   summarizeArguments,
-} from "../../core/sandbox/approvals.ts";
-import { RunClock } from "../../core/sandbox/run_clock.ts";
-import { PLAN_LIMITS, PlannedCalls } from "../../core/sandbox/dry_run.ts";
+} from "../../core/host_api/approvals.ts";
+import { RunClock } from "../../core/host_api/run_clock.ts";
+import { PLAN_LIMITS, PlannedCalls } from "../../core/host_api/dry_run.ts";
 import { APPROVAL_FORM, canAskForm, decisionOf } from "../../core/serve/elicitation.ts";
 import { stats } from "../../core/observe/stats.ts";
 import { REDACTED } from "../../core/upstream/redact.ts";

@@ -8,7 +8,7 @@ import { Client, type ElicitRequest } from "@modelcontextprotocol/client";
 import { InMemoryTransport } from "@modelcontextprotocol/server";
 import { type CodeRunner, createMcpServer } from "../../core/serve/mcp_server.ts";
 import { compact } from "../../plugins/output/compact.ts";
-import { ApprovalBroker } from "../../core/sandbox/approvals.ts";
+import { ApprovalBroker } from "../../core/host_api/approvals.ts";
 
 /** A runner whose "sandbox" asks to approve one write and prints what it was told. */
 const asksOnce: CodeRunner = {

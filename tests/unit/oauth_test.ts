@@ -21,7 +21,7 @@ import {
   unauthorizedAfterRefresh,
   UpstreamAuthError,
 } from "../../core/upstream/errors.ts";
-import { pythonErrorType } from "../../core/sandbox/rpc.ts";
+import { pythonErrorType } from "../../core/host_api/rpc.ts";
 import { checkServers, type DiscoveryFacts } from "../../core/doctor/checks.ts";
 import { expandServer } from "../../core/config/expand_vars.ts";
 import { claudeCode, vscode } from "../../plugins/discovery/mod.ts";

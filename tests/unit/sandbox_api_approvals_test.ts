@@ -6,11 +6,11 @@
 import assert from "node:assert/strict";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
-import { type DocSearch, sandboxApi, type ToolCaller } from "../../core/sandbox/api.ts";
+import { type DocSearch, sandboxApi, type ToolCaller } from "../../core/host_api/api.ts";
 import { Policy } from "../../core/config/policy.ts";
-import { type RpcContext, RpcError } from "../../core/sandbox/rpc.ts";
-import type { ApprovalAnswer, ApprovalRequest } from "../../core/sandbox/approvals.ts";
-import type { PlannedCall } from "../../core/sandbox/dry_run.ts";
+import { type RpcContext, RpcError } from "../../core/host_api/rpc.ts";
+import type { ApprovalAnswer, ApprovalRequest } from "../../core/host_api/approvals.ts";
+import type { PlannedCall } from "../../core/host_api/dry_run.ts";
 
 const SECRET = "tok-9f8e7d6c5b4a3210zyx";
 const TOOLS: Tool[] = [

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
-import { type DocSearch, sandboxApi, type ToolCaller } from "../../core/sandbox/api.ts";
+import { type DocSearch, sandboxApi, type ToolCaller } from "../../core/host_api/api.ts";
 import { Policy } from "../../core/config/policy.ts";
-import { RpcError, type RpcHandler } from "../../core/sandbox/rpc.ts";
+import { RpcError, type RpcHandler } from "../../core/host_api/rpc.ts";
 import { toolDoc } from "../../core/catalog/docs.ts";
 import type { SearchHit } from "../../core/catalog/index.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { CallToolResult } from "@modelcontextprotocol/client";
-import { BYTES_MARKER } from "../../core/sandbox/protocol.ts";
+import { BYTES_MARKER } from "../../core/host_api/tool_result.ts";
 import {
   encodeRawResult,
   encodeWithinLimits,
@@ -8,7 +8,7 @@ import {
   ResultLimitError,
   ToolError,
   unwrapToolResult,
-} from "../../core/sandbox/tool_result.ts";
+} from "../../core/host_api/tool_result.ts";
 
 const text = (value: string) => ({ type: "text" as const, text: value });
 const result = (content: unknown[], extra: Record<string, unknown> = {}) =>

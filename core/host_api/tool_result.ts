@@ -6,7 +6,9 @@
  */
 import { Buffer } from "node:buffer";
 import type { CallToolResult } from "@modelcontextprotocol/client";
-import { BYTES_MARKER } from "./protocol.ts";
+
+/** Binary values cross the JSON channel as `{__codemode_bytes__: base64, mime_type}`. */
+export const BYTES_MARKER = "__codemode_bytes__";
 
 /** A binary value on the host <-> sandbox channel. */
 export interface BytesValue {

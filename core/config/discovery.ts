@@ -15,6 +15,7 @@ import type {
   ServerSpec,
 } from "../contracts/discovery.ts";
 import { expandServer } from "./expand_vars.ts";
+import { KEPT_SOURCE } from "./kept_servers.ts";
 
 /** A configured server codemode will not use, with the reason to show the user. */
 export interface SkippedServer {
@@ -42,6 +43,11 @@ export interface Discovery {
 export interface DiscoverOptions {
   /** Keep entries that would launch codemode itself (normally skipped to avoid recursion). */
   allowSelf?: boolean;
+  /**
+   * Servers from codemode's own config file (kept from a registry), and what is wrong with its entries;
+   * they rank after every plugin's user-scope servers.
+   */
+  own?: { file?: string; servers: ServerSpec[]; problems: string[] };
 }
 
 /** Precedence tier of each scope; a higher tier wins. Scopes not listed rank as "user". */
@@ -122,11 +128,27 @@ export async function discoverServers(
   const discovery: Discovery = { servers: [], skipped: [], diagnostics: [], files: [] };
   const usable: ServerSpec[] = [];
   const perPlugin = await Promise.all(plugins.map((plugin) => readAll(plugin, context)));
+  const own = options.own;
+  if (own?.file && (own.servers.length || own.problems.length)) {
+    perPlugin.push({
+      reads: [{
+        path: own.file,
+        result: {
+          servers: own.servers,
+          diagnostics: own.problems.map((message) => ({ severity: "error", file: own.file!, message })),
+        },
+      }],
+    });
+  }
   perPlugin.forEach(({ reads, problem }, index) => {
     if (problem) discovery.diagnostics.push(problem);
     for (const { path, result } of reads) {
       discovery.diagnostics.push(...result.diagnostics);
-      discovery.files.push({ plugin: plugins[index].name, path, servers: result.servers.length });
+      discovery.files.push({
+        plugin: plugins[index]?.name ?? KEPT_SOURCE,
+        path,
+        servers: result.servers.length,
+      });
       for (const raw of result.servers) {
         const { spec, diagnostics, unusable } = expandServer(raw, context);
         discovery.diagnostics.push(...diagnostics);

@@ -56,11 +56,19 @@ export interface PendingApprovalInfo {
   session: string;
   /** The run (request id) whose call waits. */
   requestId?: string;
+  /** "call" when absent; "add_server" for a server sandbox code wants to add. */
+  kind?: string;
   server: string;
   tool: string;
   /** The arguments as the question shows them: clipped, configured secrets redacted. */
   summary: string;
   reason: string;
+  /** Kinds other than a call: what the question says (e.g. the command an added server runs). */
+  text?: string;
+  /** The scopes the person may choose, the first being the default. */
+  scopes?: { value: string; title: string }[];
+  /** Values the question asks for (names only); one that is required can be given in the client only. */
+  fields?: { name: string; required: boolean }[];
   askedAt: string;
   expiresAt: string;
   /** Whether the MCP client was asked too; false when only the dashboard can answer. */

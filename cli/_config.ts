@@ -30,6 +30,7 @@ export async function cliConfig(): Promise<CliConfig> {
   configureLog({ level: settings.logLevel, file: settings.logFile });
   const discovery = await discoverServers(defaultDiscoveryContext(), defaultDiscoveryPlugins(), {
     allowSelf: settings.allowSelf,
+    own: { file: settings.configFile, servers: settings.keptServers, problems: settings.keptServerProblems },
   });
   const policy = policyOf(settings);
   let pool: Promise<UpstreamPool> | undefined;

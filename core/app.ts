@@ -35,6 +35,12 @@ import { ActivityInbox, ActivityPublisher } from "./observe/activity_file.ts";
 import { watched } from "./observe/watchers.ts";
 import { bridgeApprovals, pendingApprovals } from "./serve/approval_activity.ts";
 import type { ServeState } from "./observe/serve_state.ts";
+import { AddedServers } from "./host_api/added_servers.ts";
+import { registryMethods } from "./host_api/registry_api.ts";
+import { RegistryClient } from "./registry/client.ts";
+import { launchTools } from "./registry/launch.ts";
+import { type AddPolicy, addPolicyOf } from "./config/add_policy.ts";
+import { keepServer } from "./config/kept_servers.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -74,6 +80,12 @@ export class Codemode {
   #stores = new Map<string, ArtifactStore>();
   /** Questions to the user about calls that need approval: open ones can be listed and answered by id. */
   readonly approvals: ApprovalBroker;
+  /** Which registry servers sandbox code may add, and whether the user is asked. */
+  readonly addPolicy: AddPolicy;
+  /** The MCP registry find_servers searches; undefined when CODEMODE_REGISTRY_URL=off. */
+  readonly registry?: RegistryClient;
+  /** The servers each session added from the registry. */
+  readonly added: AddedServers;
   /** Each runtime's detection verdict, kept in the state directory between starts. */
   readonly detections: DetectionCache;
   #options: CodemodeOptions;
@@ -118,12 +130,19 @@ export class Codemode {
       watched: () => this.#activity !== undefined && watched(s.stateDir, process.pid),
     });
     this.detections = new DetectionCache(s.stateDir, options.version);
+    this.addPolicy = addPolicyOf(s);
+    if (s.registryUrl !== "off") this.registry = new RegistryClient(s.registryUrl);
+    this.added = new AddedServers({
+      configured: { pool: this.pool, docs: this.catalog },
+      stateDir: s.stateDir,
+    });
+    const askSource = s.sources?.addServers;
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
       image: s.image,
       limits: { memory: s.memory, pids: s.pids, cpus: s.cpus },
       command: options.sandbox.command,
-      bootstrap: () => options.sandbox.bootstrapFrame(this.bootstrapConfig()),
+      bootstrap: (key) => options.sandbox.bootstrapFrame(this.bootstrapConfig(key)),
       rpc: sandboxApi(
         this.pool,
         this.catalog,
@@ -135,6 +154,22 @@ export class Codemode {
           upstream: this.pool,
           skillDocs: () => this.catalog.skillDocs(),
           toolDocs: (server) => this.#toolDocs(server),
+        },
+        {
+          view: (session) => this.added.view(session),
+          methods: registryMethods({
+            registry: this.registry,
+            addPolicy: this.addPolicy,
+            policy: this.policy,
+            servers: this.added,
+            configured: () => this.servers.map((spec) => spec.name),
+            tools: launchTools(),
+            askReason: askSource && !/^[A-Z][A-Z0-9_]*$/.test(askSource)
+              ? `add_servers is "ask" in ${askSource}`
+              : 'CODEMODE_ADD_SERVERS is "ask"',
+            keep: (spec, origin) =>
+              keepServer(spec, origin, s.configFile ? { path: s.configFile } : undefined),
+          }),
         },
       ),
       maxOutput: s.maxOutput,
@@ -155,7 +190,7 @@ export class Codemode {
       : await discoverServers(
         options.discoveryContext ?? defaultDiscoveryContext(),
         options.plugins.discoveryPlugins(),
-        { allowSelf: options.settings.allowSelf },
+        { allowSelf: options.settings.allowSelf, own: ownServers(options.settings) },
       );
     for (const d of discovery.diagnostics) logDiagnostic(d);
     const app = new Codemode(options, discovery);
@@ -201,16 +236,25 @@ export class Codemode {
     return this.#runtimeInUse;
   }
 
-  /** What the sandbox is told at start-up. */
-  bootstrapConfig(): BootstrapConfig {
+  /** What the sandbox of session `sessionKey` is told at start-up (the servers it added among its servers). */
+  bootstrapConfig(sessionKey?: string): BootstrapConfig {
+    const added = sessionKey ? this.added.view(sessionKey)?.added() ?? [] : [];
     return {
       max_output: this.settings.maxOutput,
       max_display: this.settings.maxDisplay,
-      servers: this.servers.map((s) => ({
-        name: s.name,
-        alias: pythonAlias(s.name),
-        ...(s.description ? { description: s.description } : {}),
-      })),
+      servers: [
+        ...this.servers.map((s) => ({
+          name: s.name,
+          alias: pythonAlias(s.name),
+          ...(s.description ? { description: s.description } : {}),
+        })),
+        ...added.map((a) => ({
+          name: a.alias,
+          alias: a.alias,
+          ...(a.spec.description ? { description: a.spec.description } : {}),
+          added: { name: a.name, version: a.version },
+        })),
+      ],
       artifacts: {
         dir: ARTIFACTS_DIR,
         max_file: this.settings.maxArtifact,
@@ -239,7 +283,11 @@ export class Codemode {
     this.approvals.forget(sessionKey);
     const store = this.#stores.get(sessionKey);
     this.#stores.delete(sessionKey);
-    await Promise.allSettled([this.sessions.close(sessionKey), store && this.artifacts.close(store.id)]);
+    await Promise.allSettled([
+      this.sessions.close(sessionKey),
+      store && this.artifacts.close(store.id),
+      this.added.close(sessionKey),
+    ]);
   }
 
   /**
@@ -287,6 +335,7 @@ export class Codemode {
             writable: this.#loadedSkills.mode === "rw",
             list: this.#loadedSkills.skills(),
           },
+          { find: this.registry !== undefined, add: this.registry ? this.addPolicy.mode : "off" },
         ),
       preload: (names) => this.preload(names),
       sessionKey,
@@ -368,6 +417,20 @@ export class Codemode {
       },
       metrics: await stats.metrics.codemodeJson(),
       approvals: pendingApprovals(this.approvals),
+      added: this.added.all().flatMap(({ session, servers }) =>
+        servers.map((a) => ({
+          session,
+          alias: a.alias,
+          name: a.name,
+          version: a.version,
+          registry: a.registry,
+          runs: a.runs,
+          addedAt: a.addedAt,
+          ...(a.kept ? { kept: a.kept } : {}),
+          state: this.added.view(session)?.status(a.alias) ?? "unknown",
+          tools: this.added.view(session)?.docs.docs(a.alias).length ?? 0,
+        }))
+      ),
       artifactSessions: [...this.#stores.values()].map((store) => store.id),
     };
   }
@@ -406,6 +469,7 @@ export class Codemode {
     await Promise.allSettled([
       this.sessions.closeAll(),
       this.pool.close(),
+      this.added.closeAll(),
       this.catalog.close?.(),
       this.#stats?.stop(),
       this.artifacts.closeAll(),
@@ -416,6 +480,11 @@ export class Codemode {
   #runtimeName(): string | undefined {
     return this.settings.runtime === "auto" ? undefined : this.settings.runtime;
   }
+}
+
+/** The servers kept in codemode's own config file, for discovery. */
+function ownServers(settings: Settings) {
+  return { file: settings.configFile, servers: settings.keptServers, problems: settings.keptServerProblems };
 }
 
 /** The local skills, unless they are off; a failure to load them is logged, never fatal. */

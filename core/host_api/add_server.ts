@@ -6,7 +6,7 @@
  * @module
  */
 import type { ServerSpec } from "../contracts/discovery.ts";
-import { addTarget, type AddPolicy } from "../config/add_policy.ts";
+import { type AddPolicy, addTarget } from "../config/add_policy.ts";
 import type { RegistryOrigin } from "../config/kept_servers.ts";
 import type { Policy } from "../config/policy.ts";
 import { pythonAlias } from "../python_alias.ts";

@@ -86,6 +86,11 @@ export class SessionServers implements ServerView {
     return this.#added.get(alias);
   }
 
+  /** Where the added server `alias` is in its lifecycle (idle, starting, ready, failed, closed). */
+  status(alias: string): string {
+    return this.#added.has(alias) ? this.#upstream.status(alias).state : "removed";
+  }
+
   /** Configured values of the added servers (env, headers): kept out of questions and errors. */
   secrets(): string[] {
     return this.added().flatMap((server) => secretsOf(server.spec));

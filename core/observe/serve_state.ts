@@ -75,6 +75,23 @@ export interface PendingApprovalInfo {
   client: boolean;
 }
 
+/** A server a client session added from a registry. */
+export interface AddedServerInfo {
+  session: string;
+  alias: string;
+  /** Its registry name and version, and the registry's host. */
+  name: string;
+  version: string;
+  registry: string;
+  /** What runs: the command line or the URL (values of secrets never appear). */
+  runs: string;
+  addedAt: string;
+  /** The config file it was kept in, when the user chose to keep it. */
+  kept?: string;
+  state: string;
+  tools: number;
+}
+
 /** Everything one serve publishes about itself. */
 export interface ServeState {
   pid: number;
@@ -95,6 +112,8 @@ export interface ServeState {
   metrics: MetricObjectWithValues<MetricValue<string>>[];
   /** Approval questions open now, oldest first. */
   approvals?: PendingApprovalInfo[];
+  /** Servers client sessions added from a registry. */
+  added?: AddedServerInfo[];
   /** The ids of the artifact sessions still alive (their files can be downloaded). */
   artifactSessions?: string[];
 }

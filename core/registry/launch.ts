@@ -136,7 +136,8 @@ export function commandLine(plan: LaunchPlan, values: Record<string, string> = {
   const args = plan.inputs.filter((i) => i.kind === "arg").flatMap((i) => {
     const v = i.fixed ?? values[i.name] ?? i.default;
     if (v === undefined) return i.required ? [argText(i, `<${i.name}>`)] : [];
-    return [argText(i, v)];
+    // A secret argument the user typed in is shown by name only, wherever the line is shown.
+    return [argText(i, i.secret && i.fixed === undefined ? `<${i.name}>` : v)];
   });
   return [...plan.command ?? [], ...args].map(quoteForDisplay).join(" ");
 }

@@ -10,7 +10,7 @@ import type { BootstrapConfig, HostFrame } from "./sandbox/protocol.ts";
 import { pythonAlias } from "./python_alias.ts";
 import type { Settings } from "./config/settings.ts";
 import type { PluginRegistry } from "./registry.ts";
-import { defaultDiscoveryContext, discoverServers, type Discovery } from "./config/discovery.ts";
+import { defaultDiscoveryContext, discoverServers, type Discovery, ownServers } from "./config/discovery.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { OAuthClients } from "./auth/clients.ts";
 import { ToolCatalog } from "./catalog/catalog.ts";
@@ -255,6 +255,7 @@ export class Codemode {
           added: { name: a.name, version: a.version },
         })),
       ],
+      ...(this.registry ? { registry: { add: this.addPolicy.mode } } : {}),
       artifacts: {
         dir: ARTIFACTS_DIR,
         max_file: this.settings.maxArtifact,
@@ -480,11 +481,6 @@ export class Codemode {
   #runtimeName(): string | undefined {
     return this.settings.runtime === "auto" ? undefined : this.settings.runtime;
   }
-}
-
-/** The servers kept in codemode's own config file, for discovery. */
-function ownServers(settings: Settings) {
-  return { file: settings.configFile, servers: settings.keptServers, problems: settings.keptServerProblems };
 }
 
 /** The local skills, unless they are off; a failure to load them is logged, never fatal. */

@@ -16,6 +16,7 @@ import type {
 } from "../contracts/discovery.ts";
 import { expandServer } from "./expand_vars.ts";
 import { KEPT_SOURCE } from "./kept_servers.ts";
+import type { Settings } from "./settings.ts";
 
 /** A configured server codemode will not use, with the reason to show the user. */
 export interface SkippedServer {
@@ -52,6 +53,13 @@ export interface DiscoverOptions {
 
 /** Precedence tier of each scope; a higher tier wins. Scopes not listed rank as "user". */
 export const SCOPE_RANK: Readonly<Record<string, number>> = { user: 0, project: 1, workspace: 1, local: 2 };
+
+/** The servers kept in codemode's own config file (settings read them), as `own` for discoverServers. */
+export function ownServers(
+  settings: Pick<Settings, "configFile" | "keptServers" | "keptServerProblems">,
+): NonNullable<DiscoverOptions["own"]> {
+  return { file: settings.configFile, servers: settings.keptServers, problems: settings.keptServerProblems };
+}
 
 /** The machine's own discovery context: home directory, working directory, platform, environment. */
 export function defaultDiscoveryContext(): DiscoveryContext {

@@ -183,6 +183,19 @@ export function sandboxApi(
         tools: (await toolDocs(view, name)).map(toolFull),
       };
     },
+    // Several servers with their tools (list_loaded_server_metadata): indexed docs, else listed now.
+    async describe_servers(params, _context, view) {
+      const asked = Array.isArray(params.names)
+        ? params.names.filter((n): n is string => typeof n === "string").slice(0, 1000)
+        : allowedServers(view);
+      const names = [...new Set(asked.map((n) => resolveServer(view.pool, n)))]
+        .filter((n): n is string => n !== undefined && policy.allowsServer(n).ok);
+      return await Promise.all(names.map(async (name) => {
+        const indexed = view.docs.docs(name).filter(allowed);
+        const tools = indexed.length ? indexed : await toolDocs(view, name).catch(() => []);
+        return { ...publicServer(name, view.pool.spec(name)), tools: tools.map(toolFull) };
+      }));
+    },
     async list_tools(params, _context, view) {
       return (await toolDocs(view, server(view, params))).map(toolFull);
     },

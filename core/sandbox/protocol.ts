@@ -156,6 +156,8 @@ export interface BootstrapConfig {
   servers: { name: string; alias: string; description?: string; added?: { name: string; version: string } }[];
   /** The file descriptor of a direct duplex channel to use for frames instead of stdin/stdout. */
   channel_fd?: number;
+  /** The MCP registry, when find_servers can search one: whether servers can be added (capability text). */
+  registry?: { add: "off" | "ask" | "allow" };
   /** Where runs leave artifacts and what the sandbox sends of them (the host enforces its caps again). */
   artifacts?: { dir: string; max_file: number; max_files: number };
 }

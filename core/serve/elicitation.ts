@@ -53,7 +53,14 @@ const MAX_VALUE = 4096;
  */
 export function approvalForm(question: Pick<PendingApproval, "scopes" | "fields">): typeof APPROVAL_FORM {
   if (!question.scopes?.length && !question.fields?.length) return APPROVAL_FORM;
-  const properties: Record<string, unknown> = { approve: APPROVAL_FORM.properties.approve };
+  const properties: Record<string, unknown> = {
+    approve: {
+      type: "boolean",
+      title: "Approve",
+      description: "Go ahead; otherwise sandbox code gets a PermissionError",
+      default: false,
+    },
+  };
   if (question.scopes?.length) {
     properties.scope = {
       type: "string",

@@ -307,7 +307,13 @@ export class ApprovalBroker {
         });
         resolve(
           outcome === "approved"
-            ? { approved: true, outcome, scope, ...(decision?.values ? { values: decision.values } : {}) }
+            ? {
+              approved: true,
+              outcome,
+              // A request that offers its own scopes learns which one was chosen, and the values given.
+              ...(request.scopes ? { scope } : {}),
+              ...(decision?.values ? { values: decision.values } : {}),
+            }
             : refusal(request, outcome, why),
         );
       };

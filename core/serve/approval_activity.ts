@@ -64,10 +64,12 @@ export function bridgeApprovals(
 /** Passes one inbox message on to the broker; false (and logged) when it is malformed or too late. */
 export function answerFromInbox(broker: ApprovalBroker, message: InboxMessage): boolean {
   const { id, answer, scope } = message;
-  // The broker keeps only a scope the question offered; this only keeps out what is not one at all.
+  const offered = typeof id === "string"
+    ? broker.pending().find((a) => a.id === id)?.scopes?.map((s) => s.value) ?? ["once", "session"]
+    : [];
   const valid = typeof id === "string" && id.length <= 128 &&
     (answer === "approve" || answer === "decline") &&
-    (scope === undefined || (typeof scope === "string" && /^[a-z_]{1,32}$/.test(scope)));
+    (scope === undefined || (typeof scope === "string" && offered.includes(scope)));
   if (!valid) {
     log.warn("ignored a malformed answer from the dashboard", { id: String(id).slice(0, 128) });
     return false;

@@ -38,7 +38,10 @@ function entries(mcpUrl: string, pwnedFile: string): Record<string, unknown>[] {
   const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
   const servers = files.map((f) =>
     JSON.parse(
-      readFileSync(join(dir, f), "utf8").replaceAll("${MCP_URL}", mcpUrl).replaceAll("${PWNED_FILE}", pwnedFile),
+      readFileSync(join(dir, f), "utf8").replaceAll("${MCP_URL}", mcpUrl).replaceAll(
+        "${PWNED_FILE}",
+        pwnedFile,
+      ),
     )
   );
   servers.push({
@@ -122,11 +125,17 @@ export function startRegistry(mode: RegistryMode = "ok"): Promise<TestRegistry> 
           metadata: { count: page.length, ...(next ? { nextCursor: next } : {}) },
         });
       }
-      const one = new RegExp(`^/${api.replace(".", "\\.")}/servers/([^/]+)/versions/([^/]+)$`).exec(url.pathname);
+      const one = new RegExp(`^/${api.replace(".", "\\.")}/servers/([^/]+)/versions/([^/]+)$`).exec(
+        url.pathname,
+      );
       if (one) {
         const [name, version] = [decodeURIComponent(one[1]), decodeURIComponent(one[2])];
-        const server = servers.find((s) => s.name === name && (version === "latest" || s.version === version));
-        return server ? Response.json(wrap(server)) : Response.json({ error: "Server not found" }, { status: 404 });
+        const server = servers.find((s) =>
+          s.name === name && (version === "latest" || s.version === version)
+        );
+        return server
+          ? Response.json(wrap(server))
+          : Response.json({ error: "Server not found" }, { status: 404 });
       }
       return Response.json({ error: "Not found" }, { status: 404 });
     });

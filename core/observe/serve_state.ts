@@ -3,9 +3,14 @@
  * it is, its client sessions and their sandboxes, its upstream servers and their tools, its effective
  * policy, its metrics, the approval questions open right now and the artifact sessions still alive. New
  * capabilities add sections of their own as optional members; the dashboard shows the sections it knows.
+ * `liveServeStates()` reads them back for a command that is not a dashboard (`codemode servers`).
  * @module
  */
+import { readdir } from "node:fs/promises";
 import type { MetricObjectWithValues, MetricValue } from "prom-client";
+import { processAlive } from "../process_alive.ts";
+import { activityDir, activityFiles } from "./activity_file.ts";
+import { readPrivateFile } from "./private_files.ts";
 
 /** One client session and its sandbox. */
 export interface SessionInfo {
@@ -116,4 +121,24 @@ export interface ServeState {
   added?: AddedServerInfo[];
   /** The ids of the artifact sessions still alive (their files can be downloaded). */
   artifactSessions?: string[];
+}
+
+/** What the serves running now publish under `stateDir`; unreadable or foreign files are skipped. */
+export async function liveServeStates(stateDir: string): Promise<ServeState[]> {
+  const names = await readdir(activityDir(stateDir)).catch(() => [] as string[]);
+  const pids = names.flatMap((name) => /^(\d+)\.json$/.exec(name)?.[1] ?? []).map(Number).filter(
+    processAlive,
+  );
+  const states = await Promise.all(
+    pids.sort((a, b) => a - b).map(async (pid) => {
+      try {
+        return JSON.parse(
+          new TextDecoder().decode(await readPrivateFile(activityFiles(stateDir, pid).state)),
+        );
+      } catch {
+        return undefined;
+      }
+    }),
+  );
+  return states.filter((s): s is ServeState => typeof s?.pid === "number");
 }

@@ -279,6 +279,21 @@ info = await runtime.add_server("io.example.test/remote-echo")
   );
   assert.match(text, /registry:\n      name: io\.example\.test\/remote-echo\n      version: 1\.0\.0\n/);
   assert.equal(statSync(kept).mode & 0o777, 0o600);
+  // `codemode servers` shows it as kept from the registry, and as added by the running serve's session.
+  const listed = JSON.parse(execFileSync(
+    join(ROOT, "node_modules/.bin/deno"),
+    ["run", "-A", "--quiet", join(ROOT, "cli.ts"), "servers", "--json"],
+    {
+      cwd: s.home,
+      encoding: "utf8",
+      env: { PATH: process.env.PATH ?? "", HOME: s.home, CODEMODE_STATE_DIR: join(s.home, "state") },
+    },
+  ));
+  const row = listed.servers.find((x: { name: string }) => x.name === "remote_echo");
+  assert.deepEqual([row.source.plugin, row.source.file, row.registry.name], ["codemode", kept, "io.example.test/remote-echo"]);
+  const live = listed.added.find((x: { alias: string }) => x.alias === "remote_echo");
+  assert.deepEqual([live.name, live.state, live.tools, live.kept], ["io.example.test/remote-echo", "ready", 1, kept]);
+  assert.doesNotMatch(JSON.stringify(listed.added), new RegExp(registry.apiKey), "header values never published");
 });
 
 test("a registry that is down is a clear error naming its host, and the serve keeps serving", async () => {

@@ -275,9 +275,9 @@ info = await runtime.add_server("io.example.test/remote-echo")
   const text = readFileSync(kept, "utf8");
   assert.match(
     text,
-    /servers:\n  remote_echo:\n    url: http:\/\/127\.0\.0\.1:\d+\/mcp\n    headers:\n      X-Api-Key: /,
+    /servers:\n {2}remote_echo:\n {4}url: http:\/\/127\.0\.0\.1:\d+\/mcp\n {4}headers:\n {6}X-Api-Key: /,
   );
-  assert.match(text, /registry:\n      name: io\.example\.test\/remote-echo\n      version: 1\.0\.0\n/);
+  assert.match(text, /registry:\n {6}name: io\.example\.test\/remote-echo\n {6}version: 1\.0\.0\n/);
   assert.equal(statSync(kept).mode & 0o777, 0o600);
   // `codemode servers` shows it as kept from the registry, and as added by the running serve's session.
   const listed = JSON.parse(execFileSync(
@@ -290,10 +290,23 @@ info = await runtime.add_server("io.example.test/remote-echo")
     },
   ));
   const row = listed.servers.find((x: { name: string }) => x.name === "remote_echo");
-  assert.deepEqual([row.source.plugin, row.source.file, row.registry.name], ["codemode", kept, "io.example.test/remote-echo"]);
+  assert.deepEqual([row.source.plugin, row.source.file, row.registry.name], [
+    "codemode",
+    kept,
+    "io.example.test/remote-echo",
+  ]);
   const live = listed.added.find((x: { alias: string }) => x.alias === "remote_echo");
-  assert.deepEqual([live.name, live.state, live.tools, live.kept], ["io.example.test/remote-echo", "ready", 1, kept]);
-  assert.doesNotMatch(JSON.stringify(listed.added), new RegExp(registry.apiKey), "header values never published");
+  assert.deepEqual([live.name, live.state, live.tools, live.kept], [
+    "io.example.test/remote-echo",
+    "ready",
+    1,
+    kept,
+  ]);
+  assert.doesNotMatch(
+    JSON.stringify(listed.added),
+    new RegExp(registry.apiKey),
+    "header values never published",
+  );
 });
 
 test("a registry that is down is a clear error naming its host, and the serve keeps serving", async () => {
@@ -358,8 +371,11 @@ test("over serve --http a server added in one session is invisible to another, a
   const b = askingClient("session-b", approveWith());
   try {
     const [ca, cb] = [await connectHttp(http.url, {}, a.client), await connectHttp(http.url, {}, b.client)];
-    const added = await ca.run(`from mcp import runtime
-(await runtime.add_server(${py(MEMORY)}, alias="mine"))["alias"]`, 120);
+    const added = await ca.run(
+      `from mcp import runtime
+(await runtime.add_server(${py(MEMORY)}, alias="mine"))["alias"]`,
+      120,
+    );
     assert.equal(added.value, "'mine'", added.text);
     assert.ok(npxUnder(http.pid).length > 0);
     const other = await cb.run(`from mcp import runtime

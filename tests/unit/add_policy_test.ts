@@ -112,7 +112,7 @@ Deno.test("a kept server is written to codemode's config file, comments kept, 06
   };
   assert.equal(keepServer(spec, origin, { path }), path);
   const text = readFileSync(path, "utf8");
-  assert.match(text, /^# my settings\ntimeout: 45s # longer runs\nservers:\n  memory:\n    command: npx\n/);
+  assert.match(text, /^# my settings\ntimeout: 45s # longer runs\nservers:\n {2}memory:\n {4}command: npx\n/);
   assert.equal(statSync(path).mode & 0o777, 0o600);
   const settings = loadSettings({}, parseConfigFile(path, text));
   assert.equal(settings.timeout, 45);

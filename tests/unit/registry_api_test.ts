@@ -2,7 +2,8 @@
  * The registry methods with a registry answering from tests/testdata/registry (through an injected fetch)
  * and nothing that can start: find_servers' result shape and notes, and every add that must be refused
  * before anything starts or anyone is asked: the registry off, adding off, no one to ask, allow mode when a
- * value only the user can give is needed, bad parameters; remove_server of a configured server.
+ * value only the user can give is needed, bad parameters; remove_server of a configured server. And the
+ * order the capabilities text gives the model.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -14,6 +15,7 @@ import { type RegistryApiDeps, registryMethods } from "../../core/host_api/regis
 import type { RpcContext } from "../../core/host_api/rpc.ts";
 import { RegistryClient } from "../../core/registry/client.ts";
 import type { ApprovalRequest } from "../../core/host_api/approvals.ts";
+import { capabilityText } from "../../core/serve/capabilities.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const entries = readdirSync(join(ROOT, "tests/testdata/registry")).filter((f) => f.endsWith(".json")).map((
@@ -211,4 +213,19 @@ Deno.test("adds refused before anything starts or anyone is asked", async () => 
     await refusal(deps.remove_server({ alias: "nope" }, context())),
     'KeyError: This session added no server "nope"; added: none',
   );
+});
+
+Deno.test("the capabilities text gives the model the order: configured tools, then the registry, then adding", () => {
+  const text = (registry?: { find: boolean; add: "off" | "ask" | "allow" }) =>
+    capabilityText([], undefined, undefined, undefined, registry);
+  assert.doesNotMatch(text(), /find_servers/);
+  assert.doesNotMatch(text({ find: false, add: "off" }), /find_servers/, "the registry is off");
+  const ask = text({ find: true, add: "ask" });
+  assert.match(ask, /## More servers \(the MCP registry\)\n1\. Search the configured tools first/);
+  assert.match(ask, /2\. Only when none fits: `await runtime\.find_servers/);
+  assert.match(
+    ask,
+    /3\. `info = await runtime\.add_server\(name, alias=None\)` asks the user, then starts it/,
+  );
+  assert.match(text({ find: true, add: "off" }), /3\. Adding servers is off here: tell the user/);
 });

@@ -116,7 +116,7 @@ hits = {(h["server"], h["tool"]) for h in await runtime.search_tool_docs("create
 meta = {m["name"]: [t["name"] for t in m["tools"]] for m in runtime.list_loaded_server_metadata()}
 (sorted(found), found[${py(WITH_KEY)}]["env"], found[${py(WITH_KEY)}]["allowed"], info["alias"], info["name"],
  info["version"], "create_entities" in [t["name"] for t in info["tools"]], entities, ("mem", "create_entities") in hits,
- "create_entities" in meta["mem"], "mem" in runtime.discovered_servers())`,
+ "create_entities" in meta["mem"], "mem" in runtime.discovered_servers(), "echo" in meta["everything"])`,
     120,
   );
   assert.equal(r.isError, false, r.text);
@@ -124,7 +124,7 @@ meta = {m["name"]: [t["name"] for t in m["tools"]] for m in runtime.list_loaded_
     r.structured.value,
     `(['${WITH_KEY}', '${MEMORY}'], [{'name': 'MEMORY_FILE_PATH', 'required': False, 'secret': False}, ` +
       `{'name': 'MEMORY_API_KEY', 'required': True, 'secret': True}], True, 'mem', '${WITH_KEY}', '2026.8.31', ` +
-      "True, ['registry-test'], True, True, True)",
+      "True, ['registry-test'], True, True, True, True)",
   );
   assert.match(
     readFileSync(graph, "utf8"),
@@ -155,6 +155,11 @@ meta = {m["name"]: [t["name"] for t in m["tools"]] for m in runtime.list_loaded_
     }
   }).join("\n");
   assert.match(environ, new RegExp(`MEMORY_API_KEY=${SECRET}`));
+
+  // A sandbox that is lost and started again knows the session's added server from its first frame.
+  await s.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)");
+  const again = await s.run(`[e["name"] for e in (await mcp_mem.read_graph())["entities"]]`, 60);
+  assert.equal(again.structured.value, "['registry-test']", again.text);
 
   const removed = await s.run(`from mcp import runtime
 r = await runtime.remove_server("mem")

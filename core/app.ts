@@ -36,11 +36,7 @@ import { watched } from "./observe/watchers.ts";
 import { bridgeApprovals, pendingApprovals } from "./serve/approval_activity.ts";
 import type { ServeState } from "./observe/serve_state.ts";
 import { AddedServers } from "./host_api/added_servers.ts";
-import { registryMethods } from "./host_api/registry_api.ts";
-import { RegistryClient } from "./registry/client.ts";
-import { launchTools } from "./registry/launch.ts";
-import { type AddPolicy, addPolicyOf } from "./config/add_policy.ts";
-import { keepServer } from "./config/kept_servers.ts";
+import { type RegistrySide, registrySide } from "./host_api/registry_api.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -80,10 +76,8 @@ export class Codemode {
   #stores = new Map<string, ArtifactStore>();
   /** Questions to the user about calls that need approval: open ones can be listed and answered by id. */
   readonly approvals: ApprovalBroker;
-  /** Which registry servers sandbox code may add, and whether the user is asked. */
-  readonly addPolicy: AddPolicy;
-  /** The MCP registry find_servers searches; undefined when CODEMODE_REGISTRY_URL=off. */
-  readonly registry?: RegistryClient;
+  /** The MCP registry (undefined when CODEMODE_REGISTRY_URL=off), the add policy, and their host methods. */
+  readonly registry: RegistrySide;
   /** The servers each session added from the registry. */
   readonly added: AddedServers;
   /** Each runtime's detection verdict, kept in the state directory between starts. */
@@ -130,13 +124,15 @@ export class Codemode {
       watched: () => this.#activity !== undefined && watched(s.stateDir, process.pid),
     });
     this.detections = new DetectionCache(s.stateDir, options.version);
-    this.addPolicy = addPolicyOf(s);
-    if (s.registryUrl !== "off") this.registry = new RegistryClient(s.registryUrl);
     this.added = new AddedServers({
       configured: { pool: this.pool, docs: this.catalog },
       stateDir: s.stateDir,
     });
-    const askSource = s.sources?.addServers;
+    this.registry = registrySide(s, {
+      policy: this.policy,
+      servers: this.added,
+      configured: () => this.servers.map((spec) => spec.name),
+    });
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
       image: s.image,
@@ -155,22 +151,7 @@ export class Codemode {
           skillDocs: () => this.catalog.skillDocs(),
           toolDocs: (server) => this.#toolDocs(server),
         },
-        {
-          view: (session) => this.added.view(session),
-          methods: registryMethods({
-            registry: this.registry,
-            addPolicy: this.addPolicy,
-            policy: this.policy,
-            servers: this.added,
-            configured: () => this.servers.map((spec) => spec.name),
-            tools: launchTools(),
-            askReason: askSource && !/^[A-Z][A-Z0-9_]*$/.test(askSource)
-              ? `add_servers is "ask" in ${askSource}`
-              : 'CODEMODE_ADD_SERVERS is "ask"',
-            keep: (spec, origin) =>
-              keepServer(spec, origin, s.configFile ? { path: s.configFile } : undefined),
-          }),
-        },
+        { view: (session) => this.added.view(session), methods: this.registry.methods },
       ),
       maxOutput: s.maxOutput,
       maxDisplay: s.maxDisplay,
@@ -238,7 +219,6 @@ export class Codemode {
 
   /** What the sandbox of session `sessionKey` is told at start-up (the servers it added among its servers). */
   bootstrapConfig(sessionKey?: string): BootstrapConfig {
-    const added = sessionKey ? this.added.view(sessionKey)?.added() ?? [] : [];
     return {
       max_output: this.settings.maxOutput,
       max_display: this.settings.maxDisplay,
@@ -248,14 +228,9 @@ export class Codemode {
           alias: pythonAlias(s.name),
           ...(s.description ? { description: s.description } : {}),
         })),
-        ...added.map((a) => ({
-          name: a.alias,
-          alias: a.alias,
-          ...(a.spec.description ? { description: a.spec.description } : {}),
-          added: { name: a.name, version: a.version },
-        })),
+        ...sessionKey ? this.added.bootstrapServers(sessionKey) : [],
       ],
-      ...(this.registry ? { registry: { add: this.addPolicy.mode } } : {}),
+      ...(this.registry.client ? { registry: { add: this.registry.addPolicy.mode } } : {}),
       artifacts: {
         dir: ARTIFACTS_DIR,
         max_file: this.settings.maxArtifact,
@@ -336,7 +311,7 @@ export class Codemode {
             writable: this.#loadedSkills.mode === "rw",
             list: this.#loadedSkills.skills(),
           },
-          { find: this.registry !== undefined, add: this.registry ? this.addPolicy.mode : "off" },
+          { find: this.registry.client !== undefined, add: this.registry.addPolicy.mode },
         ),
       preload: (names) => this.preload(names),
       sessionKey,
@@ -418,20 +393,7 @@ export class Codemode {
       },
       metrics: await stats.metrics.codemodeJson(),
       approvals: pendingApprovals(this.approvals),
-      added: this.added.all().flatMap(({ session, servers }) =>
-        servers.map((a) => ({
-          session,
-          alias: a.alias,
-          name: a.name,
-          version: a.version,
-          registry: a.registry,
-          runs: a.runs,
-          addedAt: a.addedAt,
-          ...(a.kept ? { kept: a.kept } : {}),
-          state: this.added.view(session)?.status(a.alias) ?? "unknown",
-          tools: this.added.view(session)?.docs.docs(a.alias).length ?? 0,
-        }))
-      ),
+      added: this.added.info(),
       artifactSessions: [...this.#stores.values()].map((store) => store.id),
     };
   }

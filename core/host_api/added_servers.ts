@@ -14,6 +14,7 @@ import { ToolCatalog } from "../catalog/catalog.ts";
 import { UpstreamPool } from "../upstream/pool.ts";
 import { secretsOf } from "../upstream/redact.ts";
 import type { DocSearch, ServerView, ToolCaller } from "./api.ts";
+import type { AddedServerInfo } from "../observe/serve_state.ts";
 
 /** One server a session added. */
 export interface AddedServer {
@@ -179,10 +180,32 @@ export class AddedServers {
     return servers;
   }
 
-  /** Every session's added servers. */
-  all(): { session: string; servers: AddedServer[] }[] {
-    return [...this.#sessions].map(([session, s]) => ({ session, servers: s.added() }))
-      .filter((s) => s.servers.length);
+  /** Every session's added servers, as a serve publishes them (no launch spec: it holds the secrets). */
+  info(): AddedServerInfo[] {
+    return [...this.#sessions].flatMap(([session, servers]) =>
+      servers.added().map((a) => ({
+        session,
+        alias: a.alias,
+        name: a.name,
+        version: a.version,
+        registry: a.registry,
+        runs: a.runs,
+        addedAt: a.addedAt,
+        ...(a.kept ? { kept: a.kept } : {}),
+        state: servers.status(a.alias),
+        tools: servers.docs.docs(a.alias).length,
+      }))
+    );
+  }
+
+  /** The servers `session` added, as its sandbox's first frame lists them. */
+  bootstrapServers(session: string): { name: string; alias: string; description?: string; added: object }[] {
+    return (this.#sessions.get(session)?.added() ?? []).map((a) => ({
+      name: a.alias,
+      alias: a.alias,
+      ...(a.spec.description ? { description: a.spec.description } : {}),
+      added: { name: a.name, version: a.version },
+    }));
   }
 
   /** Stops the servers `session` added (the session ended). */

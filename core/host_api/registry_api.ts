@@ -8,9 +8,14 @@
  * anything start. A refused add starts nothing and asks nobody.
  * @module
  */
-import { addTarget } from "../config/add_policy.ts";
+import { type AddPolicy, addPolicyOf, addTarget } from "../config/add_policy.ts";
+import { keepServer } from "../config/kept_servers.ts";
+import type { Policy } from "../config/policy.ts";
+import type { Settings } from "../config/settings.ts";
+import { RegistryClient } from "../registry/client.ts";
+import { launchTools } from "../registry/launch.ts";
+import type { AddedServers } from "./added_servers.ts";
 import { pythonAlias } from "../python_alias.ts";
-import type { RegistryClient } from "../registry/client.ts";
 import { type LaunchPlan, launchPlan } from "../registry/launch.ts";
 import { clean, type RegistryEntry } from "../registry/server_json.ts";
 import { log } from "../observe/log.ts";
@@ -23,6 +28,35 @@ export type { RegistryApiDeps } from "./add_server.ts";
 
 /** Most results one find_servers call returns. */
 const MAX_RESULTS = 50;
+/** The registry side of a codemode process: the client (none when off), the add policy, the methods. */
+export interface RegistrySide {
+  client?: RegistryClient;
+  addPolicy: AddPolicy;
+  methods: Record<string, RpcMethod>;
+}
+
+/** The registry side that `settings` describe, adding to `servers` under `policy`. */
+export function registrySide(
+  settings: Settings,
+  deps: { policy: Policy; servers: AddedServers; configured: () => string[] },
+): RegistrySide {
+  const client = settings.registryUrl === "off" ? undefined : new RegistryClient(settings.registryUrl);
+  const addPolicy = addPolicyOf(settings);
+  const source = settings.sources?.addServers;
+  const methods = registryMethods({
+    ...deps,
+    registry: client,
+    addPolicy,
+    tools: launchTools(),
+    askReason: source && !/^[A-Z][A-Z0-9_]*$/.test(source)
+      ? `add_servers is "ask" in ${source}`
+      : 'CODEMODE_ADD_SERVERS is "ask"',
+    keep: (spec, origin) =>
+      keepServer(spec, origin, settings.configFile ? { path: settings.configFile } : undefined),
+  });
+  return { ...(client ? { client } : {}), addPolicy, methods };
+}
+
 /** The registry RPC methods, by name. */
 export function registryMethods(deps: RegistryApiDeps): Record<string, RpcMethod> {
   const registry = (): RegistryClient => {

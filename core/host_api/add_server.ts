@@ -44,6 +44,9 @@ export interface RegistryApiDeps {
   keep?: (spec: ServerSpec, origin: RegistryOrigin) => string | Promise<string>;
 }
 
+/** Servers one session may have added at once: each is a process (or a connection) of its own. */
+export const MAX_ADDED_PER_SESSION = 16;
+
 /** Names a Python program cannot import as `mcp.servers.<alias>`, or codemode uses itself. */
 const RESERVED = new Set(
   ("False None True and as assert async await break class continue def del elif else except finally for " +
@@ -229,6 +232,13 @@ function aliasFor(
     );
   }
   const added = deps.servers.view(session);
+  if ((added?.size ?? 0) >= MAX_ADDED_PER_SESSION) {
+    refuse(
+      "entry",
+      "ValueError",
+      `This session has added ${MAX_ADDED_PER_SESSION} servers, the most one session may; remove_server() one first`,
+    );
+  }
   const again = added?.added().find((s) => s.name === name);
   if (again) refuse("entry", "ValueError", `"${name}" is added already, as mcp_${again.alias}`);
   const taken = deps.configured().find((n) => n === alias || pythonAlias(n) === alias) ??

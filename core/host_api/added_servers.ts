@@ -56,7 +56,8 @@ export class SessionServers implements ServerView {
   /** Servers of one session, over the `configured` ones. */
   constructor(options: AddedServersOptions) {
     this.#configured = options.configured;
-    this.#upstream = new UpstreamPool([], { startTimeoutMs: options.startTimeoutMs });
+    // npx may first download the package: the run's own timeout is the real bound.
+    this.#upstream = new UpstreamPool([], { startTimeoutMs: options.startTimeoutMs ?? 120_000 });
     this.#catalog = new ToolCatalog([], (spec) => this.#upstream.listTools(spec.name), {
       stateDir: options.stateDir,
     });
@@ -75,6 +76,11 @@ export class SessionServers implements ServerView {
       search: (query, options) => this.#search(query, options),
       docs: (server) => ours(server) ? this.#catalog.docs(server) : configured.docs.docs(server),
     };
+  }
+
+  /** How many servers this session added. */
+  get size(): number {
+    return this.#added.size;
   }
 
   /** The servers this session added, oldest first. */
@@ -102,6 +108,10 @@ export class SessionServers implements ServerView {
    * does not start is stopped and forgotten, and the error thrown.
    */
   async add(server: AddedServer): Promise<Tool[]> {
+    // Two adds of one alias can both wait for the person; the second one approved finds it taken.
+    if (this.#added.has(server.alias)) {
+      throw new RangeError(`the alias "${server.alias}" was taken by another add of this session meanwhile`);
+    }
     this.#upstream.add(server.spec);
     try {
       const tools = await this.#upstream.listTools(server.alias);

@@ -1,13 +1,13 @@
 /**
  * The question asked before a registry server is added: exactly what will run (the command line or the
- * URL), which environment variables and headers it gets (names; values only where sandbox code or the
- * entry set them, never a secret's), and a form field for each value only the user may give: every
+ * URL), which environment variables and headers it gets (their names and who sets each, never a value:
+ * a value set by sandbox code could word the question for it), and a form field for each value only the
+ * user may give: every
  * secret, every required input without a default, and the arguments the entry leaves open. What the
  * user answers is checked here before anything starts.
  * @module
  */
 import { commandLine, type LaunchInput, type LaunchPlan, valueProblem } from "../registry/launch.ts";
-import { clean } from "../registry/server_json.ts";
 import type { ApprovalField, ApprovalRequest, ApprovalScope } from "./approvals.ts";
 
 /** What a person chooses between: this session only, or keeping the server in codemode's config file. */
@@ -118,10 +118,8 @@ export function answeredValues(
 
 function inputLines(plan: LaunchPlan, given: Record<string, string>): string[] {
   const shown = (i: LaunchInput) => {
-    if (i.fixed !== undefined) {
-      return i.secret ? `${i.name} (set by the entry)` : `${i.name}=${short(i.fixed)}`;
-    }
-    if (i.name in given && i.kind === "env") return `${i.name}=${short(given[i.name])} (set by sandbox code)`;
+    if (i.fixed !== undefined) return `${i.name} (set by the entry)`;
+    if (i.name in given && i.kind === "env") return `${i.name} (set by sandbox code)`;
     const what = i.secret ? "secret, " : "";
     return `${i.name} (${what}${i.required ? "required" : "optional"}: you fill it in below)`;
   };
@@ -137,8 +135,4 @@ function describe(input: LaunchInput): string {
   return `${
     input.kind === "env" ? "the variable" : input.kind === "header" ? "the header" : "the argument"
   } ${input.name}`;
-}
-
-function short(value: string): string {
-  return JSON.stringify(clean(value, 200));
 }

@@ -270,7 +270,8 @@ function remotePlan(remote: EntryTransport, version: string): LaunchPlan | Unrun
     if (typeof input === "string") return refuse(input);
     inputs.push(input);
   }
-  return { type: "remote", url: url.href, target: host, version, inputs, notes: [] };
+  // A remote's version is the entry's own free text: made safe to show in the question.
+  return { type: "remote", url: url.href, target: host, version: clean(version, 64), inputs, notes: [] };
 }
 
 function envInput(item: EntryKeyValue, kind: "env" | "header"): LaunchInput | string {

@@ -138,10 +138,8 @@ meta = {m["name"]: [t["name"] for t in m["tools"]] for m in runtime.list_loaded_
     /wants to add the MCP server "io\.example\.test\/memory-with-key" \(version 2026\.8\.31\)/,
   );
   assert.match(message, /It runs: npx -y @modelcontextprotocol\/server-memory@2026\.8\.31\n/);
-  assert.match(
-    message,
-    /MEMORY_FILE_PATH=".*added-graph\.jsonl" \(set by sandbox code\), MEMORY_API_KEY \(secret, required/,
-  );
+  assert.match(message, /MEMORY_FILE_PATH \(set by sandbox code\), MEMORY_API_KEY \(secret, required/);
+  assert.doesNotMatch(message, /added-graph/, "values are never shown, not even those sandbox code set");
   assert.doesNotMatch(JSON.stringify(asking.questions.at(-1)!.question), new RegExp(SECRET));
   assert.doesNotMatch(r.text + JSON.stringify(r.structured), new RegExp(SECRET));
   // The secret reached the server's environment, and only there.

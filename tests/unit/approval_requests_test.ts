@@ -39,7 +39,7 @@ const question = {
   reason: 'CODEMODE_ADD_SERVERS is "ask"',
 };
 
-Deno.test("the add question shows what runs and names the values only the user gives, never a secret", () => {
+Deno.test("the add question shows what runs and the variables by name, never a value", () => {
   const asked = askedInputs(plan, question.given);
   assert.deepEqual(asked.map((a) => [a.field.name, a.field.required]), [["env_API_KEY", true], [
     "arg_root",
@@ -54,8 +54,8 @@ Deno.test("the add question shows what runs and names the values only the user g
       'Sandbox code wants to add the MCP server "io.x/server" (version 1.0.0) from the registry at ' +
       "registry.example, as mcp_server.",
       "It runs: npx -y @x/server@1.0.0 '<root>'",
-      'Environment variables: API_KEY (secret, required: you fill it in below), DATA_DIR="/srv/data" (set by ' +
-      'sandbox code), REGION="eu"',
+      "Environment variables: API_KEY (secret, required: you fill it in below), DATA_DIR (set by sandbox code), " +
+      "REGION (set by the entry)",
       "The registry describes it as: does things",
       "Nothing else from the entry runs; a local server starts with codemode's safe environment.",
     ].join("\n"),

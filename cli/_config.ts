@@ -6,7 +6,12 @@
 import type { Tool } from "@modelcontextprotocol/client";
 import { loadSettings, type Settings } from "../core/config/settings.ts";
 import { configureLog } from "../core/observe/log.ts";
-import { defaultDiscoveryContext, discoverServers, type Discovery } from "../core/config/discovery.ts";
+import {
+  defaultDiscoveryContext,
+  discoverServers,
+  type Discovery,
+  ownServers,
+} from "../core/config/discovery.ts";
 import { defaultDiscoveryPlugins } from "../plugins/discovery/mod.ts";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
 import type { UpstreamPool } from "../core/upstream/pool.ts";
@@ -30,6 +35,7 @@ export async function cliConfig(): Promise<CliConfig> {
   configureLog({ level: settings.logLevel, file: settings.logFile });
   const discovery = await discoverServers(defaultDiscoveryContext(), defaultDiscoveryPlugins(), {
     allowSelf: settings.allowSelf,
+    own: ownServers(settings),
   });
   const policy = policyOf(settings);
   let pool: Promise<UpstreamPool> | undefined;

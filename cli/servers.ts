@@ -1,7 +1,8 @@
 /**
- * `codemode servers [--json]`: every configured server with its transport, the file it came from, its
- * state (tools cached, skipped and why), whether a remote one needs a login (probed with one request
- * each, in parallel), and the diagnostics of the config files.
+ * `codemode servers [--json]`: every configured server with its transport, the file it came from (a
+ * server kept from a registry says which entry), its state (tools cached, skipped and why), whether a
+ * remote one needs a login (probed with one request each, in parallel), the diagnostics of the config
+ * files, and the servers that client sessions of running serves added from a registry.
  * @module
  */
 import { cliConfig } from "./_config.ts";
@@ -11,6 +12,8 @@ import type { ServerSpec } from "../core/contracts/discovery.ts";
 import { OAuthClients } from "../core/auth/clients.ts";
 import { loginCommand } from "../core/auth/needs_login.ts";
 import { type AuthProbe, probeAuth } from "../core/auth/probe.ts";
+import type { KeptServer } from "../core/config/kept_servers.ts";
+import { type AddedServerInfo, liveServeStates } from "../core/observe/serve_state.ts";
 
 /** Runs `codemode servers`; exit 1 when a config file has an error. */
 export async function servers(opts: { json?: boolean }): Promise<number> {
@@ -32,10 +35,13 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
     discovery.servers.filter((s) => !refusal(s.name)),
     config.settings.stateDir,
   );
+  const added: (AddedServerInfo & { pid: number })[] = (await liveServeStates(config.settings.stateDir))
+    .flatMap((state) => (state.added ?? []).map((a) => ({ ...a, pid: state.pid })));
   const rows = discovery.servers.map((s) => ({
     name: s.name,
     transport: s.transport,
     source: { plugin: s.source.plugin, file: s.source.file, key: s.source.key, scope: s.source.scope },
+    ...((s as KeptServer).registry ? { registry: (s as KeptServer).registry } : {}),
     state: refusal(s.name) ? "refused" : cached.has(s.name) ? "indexed" : "configured",
     ...(refusal(s.name) ? { refused: refusal(s.name) } : {}),
     ...(logins.has(s.name) ? { auth: logins.get(s.name)!.auth } : {}),
@@ -47,6 +53,7 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
   if (opts.json) {
     printJson({
       servers: rows,
+      added,
       skipped: discovery.skipped,
       diagnostics: discovery.diagnostics,
       files: discovery.files,
@@ -69,7 +76,8 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
             ? `needs a login: ${loginCommand(r.name)}`
             : (r.tools === undefined ? r.state : `${r.tools} tools`) +
               (r.auth === "logged-in" ? ", logged in" : "") + (r.authProblem ? `; ${r.authProblem}` : ""),
-          `${r.source.plugin}: ${r.source.file}`,
+          `${r.source.plugin}: ${r.source.file}` +
+          (r.registry ? ` (kept from the registry: ${r.registry.name} ${r.registry.version})` : ""),
         ]),
         ...discovery.skipped.map((
           s,
@@ -82,6 +90,21 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
       "No MCP servers are configured. codemode reads the configs of Claude Desktop, Claude Code, VS Code,",
     );
     out.push("Cursor, Windsurf, Gemini CLI, Codex and ~/MCPs/*.json (see docs/discovery.md).");
+  }
+  if (added.length) {
+    out.push("", "Added from a registry by sessions of running serves (until their session ends):");
+    out.push(table(
+      ["", "server", "entry", "state", "runs", "serve / session"],
+      added.map((a) => [
+        mark(a.state === "failed" ? "warn" : "ok", c),
+        `mcp_${a.alias}`,
+        `${a.name} ${a.version} (${a.registry})` + (a.kept ? `, kept in ${a.kept}` : ""),
+        `${a.state}, ${a.tools} tools`,
+        a.runs,
+        `${a.pid} / ${a.session.slice(0, 12)}`,
+      ]),
+      c,
+    ));
   }
   for (const d of discovery.diagnostics) {
     out.push(

@@ -83,6 +83,8 @@ export function renderStats(snapshots: StatsSnapshot[], now = new Date()): strin
   }
   const approvals = approvalLine(snapshots);
   if (approvals) out.push("", approvals);
+  const registry = registryLine(snapshots);
+  if (registry) out.push("", registry);
   const malformed = snapshots.reduce((n, s) => n + s.malformedFrames, 0);
   const rpcErrors = snapshots.reduce((n, s) => n + s.rpc.reduce((m, r) => m + r.errors, 0), 0);
   if (malformed || rpcErrors) {
@@ -99,6 +101,25 @@ function approvalLine(snapshots: StatsSnapshot[]): string {
   if (!asked && !unavailable) return "";
   return `Approvals: ${asked} asked, ${sum("approved")} approved, ${sum("declined")} declined, ` +
     `${sum("timedOut")} timed out; ${unavailable} needed but the client could not be asked`;
+}
+
+/** Registry searches and adds of every process together, or "" when there were none. */
+export function registryLine(snapshots: StatsSnapshot[]): string {
+  const finds = snapshots.reduce((n, s) => n + (s.registry?.finds ?? 0), 0);
+  const errors = snapshots.reduce((n, s) => n + (s.registry?.findErrors ?? 0), 0);
+  const sum = (key: "adds" | "refused") => {
+    const all: Record<string, number> = {};
+    for (const s of snapshots) {
+      for (const [k, v] of Object.entries(s.registry?.[key] ?? {})) all[k] = (all[k] ?? 0) + v;
+    }
+    return all;
+  };
+  const [adds, refused] = [sum("adds"), sum("refused")];
+  const list = (counts: Record<string, number>) =>
+    Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ") || "none";
+  if (!finds && !Object.keys(adds).length && !Object.keys(refused).length) return "";
+  return `Registry: ${finds} finds${errors ? ` (${errors} failed)` : ""}; adds: ${list(adds)}; ` +
+    `refused before asking: ${list(refused)}`;
 }
 
 function uptime(ms: number): string {

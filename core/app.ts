@@ -10,7 +10,7 @@ import type { BootstrapConfig, HostFrame } from "./sandbox/protocol.ts";
 import { pythonAlias } from "./python_alias.ts";
 import type { Settings } from "./config/settings.ts";
 import type { PluginRegistry } from "./registry.ts";
-import { defaultDiscoveryContext, discoverServers, type Discovery } from "./config/discovery.ts";
+import { defaultDiscoveryContext, discoverServers, type Discovery, ownServers } from "./config/discovery.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { OAuthClients } from "./auth/clients.ts";
 import { ToolCatalog } from "./catalog/catalog.ts";
@@ -35,6 +35,8 @@ import { ActivityInbox, ActivityPublisher } from "./observe/activity_file.ts";
 import { watched } from "./observe/watchers.ts";
 import { bridgeApprovals, pendingApprovals } from "./serve/approval_activity.ts";
 import type { ServeState } from "./observe/serve_state.ts";
+import { AddedServers } from "./host_api/added_servers.ts";
+import { type RegistrySide, registrySide } from "./host_api/registry_api.ts";
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -74,6 +76,10 @@ export class Codemode {
   #stores = new Map<string, ArtifactStore>();
   /** Questions to the user about calls that need approval: open ones can be listed and answered by id. */
   readonly approvals: ApprovalBroker;
+  /** The MCP registry (undefined when CODEMODE_REGISTRY_URL=off), the add policy, and their host methods. */
+  readonly registry: RegistrySide;
+  /** The servers each session added from the registry. */
+  readonly added: AddedServers;
   /** Each runtime's detection verdict, kept in the state directory between starts. */
   readonly detections: DetectionCache;
   #options: CodemodeOptions;
@@ -118,12 +124,21 @@ export class Codemode {
       watched: () => this.#activity !== undefined && watched(s.stateDir, process.pid),
     });
     this.detections = new DetectionCache(s.stateDir, options.version);
+    this.added = new AddedServers({
+      configured: { pool: this.pool, docs: this.catalog },
+      stateDir: s.stateDir,
+    });
+    this.registry = registrySide(s, {
+      policy: this.policy,
+      servers: this.added,
+      configured: () => this.servers.map((spec) => spec.name),
+    });
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
       image: s.image,
       limits: { memory: s.memory, pids: s.pids, cpus: s.cpus },
       command: options.sandbox.command,
-      bootstrap: () => options.sandbox.bootstrapFrame(this.bootstrapConfig()),
+      bootstrap: (key) => options.sandbox.bootstrapFrame(this.bootstrapConfig(key)),
       rpc: sandboxApi(
         this.pool,
         this.catalog,
@@ -136,6 +151,7 @@ export class Codemode {
           skillDocs: () => this.catalog.skillDocs(),
           toolDocs: (server) => this.#toolDocs(server),
         },
+        { view: (session) => this.added.view(session), methods: this.registry.methods },
       ),
       maxOutput: s.maxOutput,
       maxDisplay: s.maxDisplay,
@@ -155,7 +171,7 @@ export class Codemode {
       : await discoverServers(
         options.discoveryContext ?? defaultDiscoveryContext(),
         options.plugins.discoveryPlugins(),
-        { allowSelf: options.settings.allowSelf },
+        { allowSelf: options.settings.allowSelf, own: ownServers(options.settings) },
       );
     for (const d of discovery.diagnostics) logDiagnostic(d);
     const app = new Codemode(options, discovery);
@@ -201,16 +217,20 @@ export class Codemode {
     return this.#runtimeInUse;
   }
 
-  /** What the sandbox is told at start-up. */
-  bootstrapConfig(): BootstrapConfig {
+  /** What the sandbox of session `sessionKey` is told at start-up (the servers it added among its servers). */
+  bootstrapConfig(sessionKey?: string): BootstrapConfig {
     return {
       max_output: this.settings.maxOutput,
       max_display: this.settings.maxDisplay,
-      servers: this.servers.map((s) => ({
-        name: s.name,
-        alias: pythonAlias(s.name),
-        ...(s.description ? { description: s.description } : {}),
-      })),
+      servers: [
+        ...this.servers.map((s) => ({
+          name: s.name,
+          alias: pythonAlias(s.name),
+          ...(s.description ? { description: s.description } : {}),
+        })),
+        ...sessionKey ? this.added.bootstrapServers(sessionKey) : [],
+      ],
+      ...(this.registry.client ? { registry: { add: this.registry.addPolicy.mode } } : {}),
       artifacts: {
         dir: ARTIFACTS_DIR,
         max_file: this.settings.maxArtifact,
@@ -239,7 +259,11 @@ export class Codemode {
     this.approvals.forget(sessionKey);
     const store = this.#stores.get(sessionKey);
     this.#stores.delete(sessionKey);
-    await Promise.allSettled([this.sessions.close(sessionKey), store && this.artifacts.close(store.id)]);
+    await Promise.allSettled([
+      this.sessions.close(sessionKey),
+      store && this.artifacts.close(store.id),
+      this.added.close(sessionKey),
+    ]);
   }
 
   /**
@@ -287,6 +311,7 @@ export class Codemode {
             writable: this.#loadedSkills.mode === "rw",
             list: this.#loadedSkills.skills(),
           },
+          { find: this.registry.client !== undefined, add: this.registry.addPolicy.mode },
         ),
       preload: (names) => this.preload(names),
       sessionKey,
@@ -368,6 +393,7 @@ export class Codemode {
       },
       metrics: await stats.metrics.codemodeJson(),
       approvals: pendingApprovals(this.approvals),
+      added: this.added.info(),
       artifactSessions: [...this.#stores.values()].map((store) => store.id),
     };
   }
@@ -406,6 +432,7 @@ export class Codemode {
     await Promise.allSettled([
       this.sessions.closeAll(),
       this.pool.close(),
+      this.added.closeAll(),
       this.catalog.close?.(),
       this.#stats?.stop(),
       this.artifacts.closeAll(),

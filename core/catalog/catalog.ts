@@ -143,21 +143,7 @@ export class ToolCatalog {
       timeoutMs: options.timeoutMs ?? defaults.timeoutMs,
     };
     this.#dir = join(options.stateDir, "tool-docs");
-    for (const spec of specs) {
-      let settle!: () => void;
-      const settled = new Promise<void>((resolve) => settle = resolve);
-      const status: ServerIndexStatus = { server: spec.name, state: "pending", tools: 0 };
-      this.#entries.set(spec.name, {
-        spec,
-        key: specKey(spec),
-        status,
-        docs: [],
-        skills: [],
-        settled,
-        settle,
-        counted: false,
-      });
-    }
+    for (const spec of specs) this.#entries.set(spec.name, newEntry(spec));
   }
 
   /** Begins indexing in the background: cache first, then listing with bounded concurrency. Never throws. */
@@ -231,6 +217,29 @@ export class ToolCatalog {
     this.#queue = this.#queue.filter((queued) => queued !== entry);
     if (tools) await this.#accept(entry, tools);
     else await this.#list(entry);
+  }
+
+  /**
+   * Adds a server after start-up (one sandbox code added from a registry) and indexes it now, so its tools
+   * are searchable at once: with `tools` when the caller listed them already, else by listing it. From then
+   * on it is a server like the others (refresh() re-lists it after its tool list changed).
+   */
+  async addServer(spec: ServerSpec, tools?: Tool[]): Promise<void> {
+    if (this.#entries.has(spec.name)) throw new RangeError(`Server "${spec.name}" is in the catalog already`);
+    this.#entries.set(spec.name, newEntry(spec));
+    await this.refresh(spec.name, tools);
+  }
+
+  /** Drops a server and its docs from search (a removed server); false when it was not there. */
+  removeServer(name: string): boolean {
+    const entry = this.#entries.get(name);
+    if (!entry) return false;
+    this.#entries.delete(name);
+    this.#queue = this.#queue.filter((queued) => queued !== entry);
+    if (entry.counted) this.#done--;
+    this.#index = undefined;
+    entry.settle();
+    return true;
   }
 
   async #run(): Promise<void> {
@@ -369,6 +378,13 @@ export class ToolCatalog {
       throw error;
     }
   }
+}
+
+function newEntry(spec: ServerSpec): Entry {
+  let settle!: () => void;
+  const settled = new Promise<void>((resolve) => settle = resolve);
+  const status: ServerIndexStatus = { server: spec.name, state: "pending", tools: 0 };
+  return { spec, key: specKey(spec), status, docs: [], skills: [], settled, settle, counted: false };
 }
 
 /** The doc of a skill an upstream server publishes: found by search, read as `read_skill("<server>/<name>")`. */

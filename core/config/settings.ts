@@ -9,6 +9,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { type ConfigFile, ConfigFileError, readConfigFile, userConfigDir } from "./file.ts";
 import { globList } from "./globs.ts";
 import { mountList, type MountSpec, resolveMounts } from "./mounts.ts";
+import { type KeptServer, readKeptServers } from "./kept_servers.ts";
 
 /** Accepts "30", "30s", "1.5s", "500ms", "2m" and returns seconds. */
 function seconds(what: string) {
@@ -46,6 +47,18 @@ const bytes = z.string().trim().transform((raw, ctx) => {
   }
   const unit = (m[2] ?? "").toLowerCase()[0] as "k" | "m" | "g" | undefined;
   return Number(m[1]) * (unit ? { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[unit] : 1);
+});
+/** A registry's base URL (http or https), or "off". */
+const registryUrl = z.string().trim().transform((raw, ctx) => {
+  if (raw.toLowerCase() === "off") return "off";
+  try {
+    const url = new URL(raw);
+    if (url.protocol === "https:" || url.protocol === "http:") return url.href.replace(/\/+$/, "");
+  } catch {
+    // reported below
+  }
+  ctx.addIssue({ code: "custom", message: "expected the registry's http(s) base URL, or off" });
+  return z.NEVER;
 });
 const bool = z.string().trim().toLowerCase().pipe(
   z.enum(["1", "0", "true", "false", "yes", "no", "on", "off"]),
@@ -304,6 +317,38 @@ const SPEC = {
     doc:
       "When the client cannot be asked (no elicitation capability): deny the call, or allow it with a note",
   },
+  // Servers added from a registry (docs/discovery.md#adding-servers-from-a-registry).
+  registryUrl: {
+    env: "CODEMODE_REGISTRY_URL",
+    aliases: [],
+    parse: registryUrl,
+    fallback: "https://registry.modelcontextprotocol.io",
+    doc: "The MCP registry runtime.find_servers() searches (its base URL; an organisation's own works the " +
+      "same); off turns find and add off",
+  },
+  addServers: {
+    env: "CODEMODE_ADD_SERVERS",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["off", "ask", "allow"])),
+    fallback: "off",
+    doc: "Whether sandbox code may add registry servers with runtime.add_server(): off, ask (the user " +
+      "approves each, through MCP elicitation) or allow (no question)",
+  },
+  addAllow: {
+    env: "CODEMODE_ADD_ALLOW",
+    aliases: [],
+    parse: globList("add"),
+    fallback: "*",
+    doc: "Registry servers that may be added: globs of registry names (io.github.org/*) or packages " +
+      "(npm:<name>, pypi:<name>, remote:<host>)",
+  },
+  addDeny: {
+    env: "CODEMODE_ADD_DENY",
+    aliases: [],
+    parse: globList("add").optional(),
+    fallback: undefined,
+    doc: "Registry servers that may never be added; beats the allow list (unset: none)",
+  },
   prewarm: {
     env: "CODEMODE_PREWARM",
     aliases: [],
@@ -340,6 +385,12 @@ export type Settings = { [K in keyof Spec]: z.output<Spec[K]["parse"]> } & {
   stateDir: string;
   /** Extra skill directories from the config file's `skills: {dirs: [...]}`, absolute, in order. */
   skillDirs: string[];
+  /** Servers kept in the config file's `servers:` (added from a registry); see kept_servers.ts. */
+  keptServers: KeptServer[];
+  /** What is wrong with entries under `servers:` (reported by discovery; the other entries load). */
+  keptServerProblems: string[];
+  /** The config file that was read, if any (kept servers are written to it). */
+  configFile?: string;
   sources?: SettingSources;
 };
 /** Per setting: the variable that set it, or the path of the config file that did. */
@@ -477,6 +528,9 @@ export function resolveSettings(
     }
   }
   out.skillDirs = sections.skillDirs ?? [];
+  out.keptServers = sections.servers ?? [];
+  out.keptServerProblems = sections.serverProblems ?? [];
+  if (file) out.configFile = file.path;
   out.sources = sources;
   return { settings: out as Settings, problems };
 }
@@ -484,6 +538,8 @@ export function resolveSettings(
 /** What the config file's structured keys hold beyond plain settings. */
 interface FileSections {
   skillDirs?: string[];
+  servers?: KeptServer[];
+  serverProblems?: string[];
 }
 
 /** `skills:` as a mapping: `mode` is CODEMODE_SKILLS, `dirs` the extra skill directories. */
@@ -538,6 +594,12 @@ function fileValues(
   const keys = new Map((Object.keys(SPEC) as SettingKey[]).map((k) => [fold(k), k]));
   const problem = (key: string, message: string) => problems.push({ key, source: file.path, message });
   for (const [as, value] of Object.entries(file.values)) {
+    if (fold(as) === "servers") {
+      const kept = readKeptServers(value, file.path);
+      sections.servers = kept.servers;
+      sections.serverProblems = kept.problems;
+      continue;
+    }
     const key = keys.get(fold(as));
     if (!key || key === "config") {
       problem(

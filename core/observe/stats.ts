@@ -50,6 +50,16 @@ export interface ApprovalCounts {
   unavailable: number;
 }
 
+/** Servers found and added from a registry: searches, adds by answer, refusals before any question. */
+export interface RegistryCounts {
+  finds: number;
+  findErrors: number;
+  /** approved, allowed (CODEMODE_ADD_SERVERS=allow), declined, timeout, unavailable, failed. */
+  adds: Record<string, number>;
+  /** off, policy, entry (one codemode will not run, or a bad request), secret (sandbox code passed one). */
+  refused: Record<string, number>;
+}
+
 /** How an upstream tool call ended: "tool_error" is an `isError` result, "error" a call that threw. */
 export type CallOutcome = "ok" | "tool_error" | "error";
 
@@ -74,6 +84,7 @@ export interface StatsSnapshot {
   upstream: ServerStats[];
   malformedFrames: number;
   approvals: ApprovalCounts;
+  registry: RegistryCounts;
 }
 
 /** The most recent durations of one series and the largest ever seen. */
@@ -200,6 +211,19 @@ export class Stats {
     else this.metrics.approvals.inc({ answer: event });
   }
 
+  /** Sandbox code searched the registry. */
+  registryFind(ok: boolean): void {
+    this.#changes++;
+    this.metrics.registryFinds.inc({ outcome: ok ? "ok" : "error" });
+  }
+
+  /** An add reached its answer (or failed to start after it), or was refused before any question. */
+  serverAdd(event: { answer: string } | { refused: "off" | "policy" | "entry" | "secret" }): void {
+    this.#changes++;
+    if ("answer" in event) this.metrics.serverAdds.inc({ answer: event.answer });
+    else this.metrics.serverAddRefusals.inc({ reason: event.refused });
+  }
+
   /** Everything recorded so far. */
   async snapshot(now = new Date()): Promise<StatsSnapshot> {
     const m = this.metrics;
@@ -214,13 +238,16 @@ export class Stats {
       counterValues(m.hostCalls, (l) => `${l.method}\u0000${l.outcome}`),
       histogramTotals(m.hostCallDuration, label("method")),
     ]);
-    const [calls, callTime, starts, malformed, approvals, asked] = await Promise.all([
+    const [calls, callTime, starts, malformed, approvals, asked, finds, adds, refused] = await Promise.all([
       counterValues(m.toolCalls, (l) => `${serverTool(l)}\u0000${l.outcome}`),
       histogramTotals(m.toolCallDuration, serverTool),
       counterValues(m.upstreamStarts, (l) => `${l.server}\u0000${l.outcome}`),
       counterValues(m.malformedFrames),
       counterValues(m.approvals, label("answer")),
       counterValues(m.approvalQuestions),
+      counterValues(m.registryFinds, label("outcome")),
+      counterValues(m.serverAdds, label("answer")),
+      counterValues(m.serverAddRefusals, label("reason")),
     ]);
     const byOutcome = Object.fromEntries(RUN_OUTCOMES.map((o) => [o, runs.get(o) ?? 0])) as Record<
       RunOutcome,
@@ -283,6 +310,12 @@ export class Stats {
         declined: approvals.get("declined") ?? 0,
         timedOut: approvals.get("timeout") ?? 0,
         unavailable: approvals.get("unavailable") ?? 0,
+      },
+      registry: {
+        finds: (finds.get("ok") ?? 0) + (finds.get("error") ?? 0),
+        findErrors: finds.get("error") ?? 0,
+        adds: Object.fromEntries([...adds].sort(([a], [b]) => a.localeCompare(b))),
+        refused: Object.fromEntries([...refused].sort(([a], [b]) => a.localeCompare(b))),
       },
     };
   }

@@ -28,6 +28,8 @@ export interface SandboxSessionOptions {
   sandbox: SandboxStartOptions;
   bootstrap: HostFrame;
   rpc: RpcHandler;
+  /** The client session the sandbox serves (calls into the host name it); default: the sandbox's name. */
+  session?: string;
   /** Cap per stream per run, in bytes. */
   maxOutput: number;
   /** Cap on one run's displays, in bytes (default 8 MiB). */
@@ -252,7 +254,7 @@ export class SandboxSession {
             this.#malformed(why)),
         }
         : {}),
-      calls: new RunCalls(this.name, {
+      calls: new RunCalls(this.#options.session ?? this.name, {
         signal: controller.signal,
         requestId,
         clock,
@@ -422,7 +424,7 @@ export class SandboxSession {
   async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, run: ActiveRun | undefined): Promise<void> {
     let reply: Extract<HostFrame, { type: "rpc_result" }>;
     const started = performance.now();
-    const context = run?.calls.context ?? { ...NO_RUN, session: this.name };
+    const context = run?.calls.context ?? { ...NO_RUN, session: this.#options.session ?? this.name };
     const call = () => this.#options.rpc(frame.method, frame.params, context);
     try {
       const value = await (run?.scope ? withLogScope(run.scope, call) : call());

@@ -37,18 +37,34 @@ export const defaults = {
 export class UpstreamPool {
   #connections = new Map<string, UpstreamConnection>();
   #closed = false;
+  #limits: typeof defaults;
+  #auth: UpstreamPoolOptions["auth"];
 
   constructor(specs: ServerSpec[], options: UpstreamPoolOptions = {}) {
     const { auth, ...rest } = options;
-    const limits = { ...defaults, ...withoutUndefined(rest) };
-    for (const spec of specs) {
-      if (this.#connections.has(spec.name)) {
-        throw new TypeError(
-          `Duplicate MCP server name "${spec.name}": discovery must resolve it to one spec`,
-        );
-      }
-      this.#connections.set(spec.name, new UpstreamConnection(spec, limits, auth?.(spec)));
+    this.#limits = { ...defaults, ...withoutUndefined(rest) };
+    this.#auth = auth;
+    for (const spec of specs) this.add(spec);
+  }
+
+  /** Adds a server (a configured one, or one added from a registry while serving); not started yet. */
+  add(spec: ServerSpec): void {
+    if (this.#closed) {
+      throw new UpstreamClosedError(`The upstream pool is closed; "${spec.name}" was not added`, spec.name);
     }
+    if (this.#connections.has(spec.name)) {
+      throw new TypeError(`Duplicate MCP server name "${spec.name}": discovery must resolve it to one spec`);
+    }
+    this.#connections.set(spec.name, new UpstreamConnection(spec, this.#limits, this.#auth?.(spec)));
+  }
+
+  /** Stops a server (stdio: its whole process tree) and forgets it; false when there was none. */
+  async remove(name: string): Promise<boolean> {
+    const connection = this.#connections.get(name);
+    if (!connection) return false;
+    this.#connections.delete(name);
+    await connection.close();
+    return true;
   }
 
   /** The configured server names, in configuration order. */

@@ -12,6 +12,7 @@ import { createServer as createNetServer, type Server as NetServer } from "node:
 import { hostname, networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Answer, Served } from "./_serve.ts";
+import type { TestRegistry } from "./_registry.ts";
 import { describe, judge, profileRefuses } from "./_containment.ts";
 import { HOST_SECRET, SERVER_SECRET } from "./_serve.ts";
 import { type OAuthTestServer, startOAuthServer } from "../testdata/servers/oauth_server.ts";
@@ -24,6 +25,8 @@ export interface Ctx {
   engine: string;
   served: Served;
   fix: Fixtures;
+  /** The registry the serve may add servers from (its client declines every add). */
+  registry?: TestRegistry;
   /** Runs `code` after the prelude; fails unless answered within the timeout plus a minute. */
   run(code: string, timeout?: number): Promise<Answer>;
 }
@@ -41,7 +44,8 @@ export interface Attempt {
     | "artifacts"
     | "mounts"
     | "skills"
-    | "approvals";
+    | "approvals"
+    | "registry";
   name: string;
   /** Python, run after the prelude; prints its findings with report(...). */
   code?: string;

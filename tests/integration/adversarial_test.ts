@@ -1,7 +1,7 @@
 /**
  * The adversarial suite: more than fifty named escape and abuse attempts by sandbox code (network,
  * filesystem, privileges, resources, protocol forgery, secrets of MCP servers, the host environment,
- * artifacts, mounts and skills),
+ * artifacts, mounts, skills, approvals, and servers added from a registry),
  * each run through a real `codemode serve` over stdio with the SDK client, on every container engine that
  * is set up. After each attempt: the call was answered within a bound, the server still runs code. At the
  * end: no container of that serve process is left, and no secret appeared in any answer. Then the
@@ -21,6 +21,8 @@ import { displays } from "./_attempts_display.ts";
 import { artifacts, mounts, mountSetting } from "./_attempts_files.ts";
 import { plantSkills, skills } from "./_attempts_skills.ts";
 import { approvals } from "./_attempts_approvals.ts";
+import { registry as registryAttempts } from "./_attempts_registry.ts";
+import { startRegistry, type TestRegistry } from "./_registry.ts";
 import { askingClient, reply } from "./_approvals.ts";
 import { oauthTokens } from "./_attempts_oauth.ts";
 import {
@@ -58,6 +60,7 @@ const ATTEMPTS: Attempt[] = [
   ...mounts,
   ...skills,
   ...approvals,
+  ...registryAttempts,
 ];
 /** How long past its own timeout a run may take to be answered (sandbox restarts, CPU contention). */
 const SLACK_MS = 60_000;
@@ -76,6 +79,7 @@ for (const [engine, runtime] of engines) {
 
   let fix: Fixtures | undefined;
   let served: Served | undefined;
+  let registry: TestRegistry | undefined;
   const answers: Answer[] = [];
   const context = async (): Promise<Ctx> => {
     fix ??= await fixtures({
@@ -84,6 +88,7 @@ for (const [engine, runtime] of engines) {
       faultyServer: join(ROOT, "tests/testdata/servers/faulty_server.ts"),
       notesServer: join(ROOT, "tests/testdata/servers/notes_server.ts"),
     });
+    registry ??= await startRegistry();
     if (!served) {
       const home = fakeHome(fix.servers);
       plantSkills(home, fix);
@@ -97,6 +102,9 @@ for (const [engine, runtime] of engines) {
           CODEMODE_MOUNTS: mountSetting(),
           // Every call of the notes server waits for the person, who declines after a second.
           CODEMODE_CONFIRM_TOOLS: "notes/*",
+          // Servers may be added from the registry with the person's approval, which never comes.
+          CODEMODE_REGISTRY_URL: registry.url,
+          CODEMODE_ADD_SERVERS: "ask",
         },
         home,
         askingClient(`adversarial-${engine}`, reply.after(1000, reply.decline())).client,
@@ -108,6 +116,7 @@ for (const [engine, runtime] of engines) {
       engine,
       served: s,
       fix,
+      registry,
       async run(source, timeout = 20) {
         const answer = await runWithin(s, code + source, timeout, timeout * 1000 + SLACK_MS);
         answers.push(answer);
@@ -152,6 +161,7 @@ for (const [engine, runtime] of engines) {
       } finally {
         await ctx.served.close();
         await ctx.fix.close();
+        await ctx.registry?.close();
       }
       try {
         await assertNoSandboxOf(runtime, pid);

@@ -404,11 +404,16 @@ Deno.test("mcp.runtime helpers answer locally or through the documented rpc meth
         "'search_tool_docs' in s, runtime.list_loaded_server_metadata(), " +
         "re.findall(r'\\.[`A-Z]', s))",
     );
-    // Only capability_summary() asks the host, for the saved skills (unanswered here: it leaves them out).
-    assert.deepEqual(local.rpcs.map((rpc) => rpc.method), ["list_skills"]);
+    // capability_summary() asks the host for the saved skills, and list_loaded_server_metadata() for the tools
+    // of servers not listed yet (both unanswered here: the skills are left out, the server has no tools).
+    assert.deepEqual(local.rpcs.map((rpc) => [rpc.method, rpc.params]), [
+      ["list_skills", {}],
+      ["describe_servers", { names: ["my-server"] }],
+    ]);
     assert.equal(
       local.done.value,
-      "(('my-server',), ({'name': 'my-server', 'description': 'A test server', 'alias': 'my_server'},), True, (), " +
+      "(('my-server',), ({'name': 'my-server', 'description': 'A test server', 'alias': 'my_server'},), True, " +
+        "({'name': 'my-server', 'description': 'A test server', 'alias': 'my_server', 'tools': [], 'cwd': None},), " +
         "[])",
     );
     const code = [
@@ -421,10 +426,13 @@ Deno.test("mcp.runtime helpers answer locally or through the documented rpc meth
       "g = runtime.query_tool_docs_sync('my_server')",
       "h = await runtime.search_tool_docs('echo things', limit=3)",
       "i = runtime.search_tool_docs_sync('echo', detail='FULL')",
-      "'done'",
+      "j = [(m['name'], [t['name'] for t in m['tools']], 'input_schema' in m['tools'][0]) " +
+      "for m in runtime.list_loaded_server_metadata()]",
+      "j",
     ].join("\n");
     const remote = await python.execute(code, { answer: bridgeHost });
-    assert.equal(remote.done.value, "'done'");
+    // Listed above, so the metadata comes from what this sandbox knows: no further call.
+    assert.equal(remote.done.value, "[('my-server', ['echo', 'get-file'], True)]");
     assert.deepEqual(remote.rpcs.map((rpc) => [rpc.method, rpc.params]), [
       ["list_servers", {}],
       ["list_servers", {}],

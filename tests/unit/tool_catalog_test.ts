@@ -434,3 +434,23 @@ Deno.test("a server whose skills cannot be listed still has its tools", () =>
     assert.equal(catalog.status()[0].state, "ready");
     assert.equal(catalog.docs().length, 2);
   }));
+
+Deno.test("a server added after start-up is searchable at once, listed or with its tools given, and can be dropped", async () => {
+  await withStateDir(async (stateDir) => {
+    const { calls, lister } = recordingLister();
+    const catalog = new ToolCatalog([spec("files")], lister, { stateDir });
+    await catalog.ready();
+    await catalog.addServer(spec("notes"));
+    assert.deepEqual(calls, ["files", "notes"], "listed once when added");
+    assert.equal(catalog.search("create note")[0]?.server, "notes");
+    await catalog.addServer(spec("clock"), TOOLS.clock);
+    assert.deepEqual(calls, ["files", "notes"], "given tools are not listed again");
+    assert.equal(catalog.search("current time")[0]?.tool, "current_time");
+    assert.deepEqual(catalog.servers(), ["files", "notes", "clock"]);
+    await assert.rejects(catalog.addServer(spec("notes")), /is in the catalog already/);
+    assert.equal(catalog.removeServer("notes"), true);
+    assert.equal(catalog.removeServer("notes"), false);
+    assert.notEqual(catalog.search("create note")[0]?.server, "notes");
+    assert.deepEqual(catalog.servers(), ["files", "clock"]);
+  });
+});

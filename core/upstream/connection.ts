@@ -220,7 +220,7 @@ export class UpstreamConnection {
     stats.upstreamCall(this.spec.name, tool, ms, outcome);
     if (!log.enabled("debug")) return;
     const fields = { server: this.spec.name, tool, ms: Math.round(ms * 10) / 10, outcome };
-    log.debug("upstream call", error ? { ...fields, error: describe(error) } : fields);
+    log.debug("upstream call", error ? { ...fields, error: this.#describe(error) } : fields);
   }
 
   /** The config's secrets and every OAuth credential held for the server, in all their forms. */

@@ -4,9 +4,13 @@
  * Imports no MCP client or runtime: the caller's `lister` decides how servers are started.
  * @module
  */
-import type { Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
-import { type CatalogProgress, type SkillLister, ToolCatalog } from "../core/catalog/catalog.ts";
+import {
+  type CatalogProgress,
+  type SkillLister,
+  ToolCatalog,
+  type ToolLister,
+} from "../core/catalog/catalog.ts";
 import type { ToolDoc } from "../core/catalog/docs.ts";
 import { Policy } from "../core/config/policy.ts";
 import pc from "picocolors";
@@ -18,7 +22,7 @@ export interface CatalogDeps {
   /** codemode's state directory (the cache lives in `<stateDir>/tool-docs/`). */
   stateDir: string;
   /** Lists a server's tools, starting it if need be. */
-  lister: (spec: ServerSpec) => Promise<Tool[]>;
+  lister: ToolLister;
   /** Lists the skills a server publishes; without it (skills off) published skills are not searched. */
   skillLister?: SkillLister;
   /** The local skills as search docs; without it (skills off) they are not searched. */
@@ -80,8 +84,8 @@ export async function runSearch(
 
   const skills = Boolean(deps.skillDocs);
   const hits = policy.open && skills
-    ? catalog.search(query, { limit: opts.limit, server: opts.server })
-    : allowedHits(catalog, policy, query, opts, skills);
+    ? await catalog.search(query, { limit: opts.limit, server: opts.server })
+    : await allowedHits(catalog, policy, query, opts, skills);
   if (opts.json) {
     io.out(JSON.stringify(hits, null, 2));
     return 0;
@@ -184,7 +188,7 @@ export function firstSentence(text: string, max: number): string {
  * Search hits the policy allows (and skills only when they are on): more are asked for, so refused tools
  * don't leave the list short.
  */
-function allowedHits(
+async function allowedHits(
   catalog: ToolCatalog,
   policy: Policy,
   query: string,
@@ -192,7 +196,7 @@ function allowedHits(
   skills: boolean,
 ) {
   const annotations = new Map(catalog.docs().map((d) => [`${d.server}\0${d.tool}`, d.annotations]));
-  return catalog.search(query, { limit: Math.max(100, opts.limit), server: opts.server })
+  return (await catalog.search(query, { limit: Math.max(100, opts.limit), server: opts.server }))
     .filter((hit) =>
       hit.kind === "skill"
         ? skills

@@ -101,8 +101,12 @@ export class Codemode {
       return verdict.ok;
     });
     this.oauth = new OAuthClients(this.settings.stateDir);
-    this.pool = new UpstreamPool(this.servers, { auth: (spec) => this.oauth.forServer(spec) });
-    this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listTools(spec.name), {
+    this.pool = new UpstreamPool(this.servers, {
+      auth: (spec) => this.oauth.forServer(spec),
+      // A server whose tools changed is listed again and re-indexed (debounced, capped in rate).
+      onToolsChanged: (server) => this.catalog.toolsChanged(server),
+    });
+    this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listing(spec.name), {
       stateDir: this.settings.stateDir,
       skillLister: (spec) => this.pool.listSkills(spec.name),
     });

@@ -3,7 +3,10 @@
  *
  * Each server's tool list is fetched once (in the background, a few servers at a time) and cached on disk
  * under a hash of the server's launch spec; later starts and the CLI read the cache instead of starting
- * servers. A changed spec (new args, env, url) gets a new hash and is listed again.
+ * servers. A changed spec (new args, env, url) gets a new hash and is listed again. A server that says its
+ * tools changed is listed again (debounced, at most once per `refreshIntervalMs`), and tools that were not
+ * in its first listing are marked with when they appeared. The search index is built in slices that yield
+ * to the event loop, and rebuilt only when a search needs it.
  * @module
  */
 import type { Tool } from "@modelcontextprotocol/client";
@@ -22,8 +25,21 @@ import {
   toolSummary,
 } from "./docs.ts";
 
+/** One tool the server listed that was left out of the catalog (or kept with a caveat), and why. */
+export interface ToolProblem {
+  tool: string;
+  problem: string;
+  leftOut: boolean;
+}
+
+/** A server's tools, with the problems of those its listing could not bring in (see core/upstream/tool_caps.ts). */
+export interface ToolListing {
+  tools: Tool[];
+  problems?: ToolProblem[];
+}
+
 /** Lists a server's tools (starting it if need be). */
-export type ToolLister = (spec: ServerSpec) => Promise<Tool[]>;
+export type ToolLister = (spec: ServerSpec) => Promise<Tool[] | ToolListing>;
 
 /** A skill an upstream server publishes through the MCP skills extension (its frontmatter's name and description). */
 export interface UpstreamSkillInfo {
@@ -45,6 +61,8 @@ export interface ServerIndexStatus {
   tools: number;
   /** Why listing failed (state `failed`); older docs, if any, are kept. */
   error?: string;
+  /** Tools of its listing left out of the catalog, or kept with a caveat, and why. */
+  problems: ToolProblem[];
 }
 
 /**
@@ -70,13 +88,17 @@ export interface ToolCatalogOptions {
   onProgress?: (progress: CatalogProgress) => void;
   /** Lists the skills each server publishes, after its tools; they are searched with the tools. */
   skillLister?: SkillLister;
+  /** After a server says its tools changed, wait this long for more such notices before listing it. */
+  debounceMs?: number;
+  /** List one server again at most this often, however often it says its tools changed. */
+  refreshIntervalMs?: number;
 }
 
 /** Defaults of {@link ToolCatalogOptions}. */
-export const defaults = { concurrency: 4, timeoutMs: 30_000 };
+export const defaults = { concurrency: 4, timeoutMs: 30_000, debounceMs: 300, refreshIntervalMs: 5_000 };
 
-// 2: upstream skills are cached with the tools.
-const CACHE_VERSION = 2;
+// 2: upstream skills are cached with the tools. 3: problems of tools left out are cached too.
+const CACHE_VERSION = 3;
 const CLOSED = "The tool catalog was closed before this server was listed";
 
 interface CacheFile {
@@ -86,6 +108,7 @@ interface CacheFile {
   indexedAt: string;
   tools: ToolDoc[];
   skills?: ToolDoc[];
+  problems?: ToolProblem[];
 }
 
 interface Entry {
@@ -99,6 +122,13 @@ interface Entry {
   settle: () => void;
   /** Whether this server already counts as done for progress (a later refresh does not count again). */
   counted: boolean;
+  problems: ToolProblem[];
+  /** The tool names of the server's first listing (or cached docs); later tools are marked as added. */
+  firstNames?: Set<string>;
+  /** A refresh asked for by `toolsChanged`, not yet run. */
+  refreshTimer?: ReturnType<typeof setTimeout>;
+  /** When the server was last listed again after a change. */
+  refreshedAt: number;
 }
 
 /** The hash that names a server's cache file: its launch spec, not where the spec was found. */
@@ -130,7 +160,11 @@ export class ToolCatalog {
   #started?: Promise<void>;
   #queue: Entry[] = [];
   #closed = false;
+  /** The search index, built for `#indexed` (a count of changes), and the build under way. */
   #index?: ToolIndex;
+  #indexed = -1;
+  #changes = 0;
+  #building?: { changes: number; index: Promise<ToolIndex> };
   #done = 0;
   #localSkills: ToolDoc[] = [];
 
@@ -141,12 +175,14 @@ export class ToolCatalog {
       ...options,
       concurrency: Math.max(1, options.concurrency ?? defaults.concurrency),
       timeoutMs: options.timeoutMs ?? defaults.timeoutMs,
+      debounceMs: options.debounceMs ?? defaults.debounceMs,
+      refreshIntervalMs: options.refreshIntervalMs ?? defaults.refreshIntervalMs,
     };
     this.#dir = join(options.stateDir, "tool-docs");
     for (const spec of specs) {
       let settle!: () => void;
       const settled = new Promise<void>((resolve) => settle = resolve);
-      const status: ServerIndexStatus = { server: spec.name, state: "pending", tools: 0 };
+      const status: ServerIndexStatus = { server: spec.name, state: "pending", tools: 0, problems: [] };
       this.#entries.set(spec.name, {
         spec,
         key: specKey(spec),
@@ -156,6 +192,8 @@ export class ToolCatalog {
         settled,
         settle,
         counted: false,
+        problems: [],
+        refreshedAt: 0,
       });
     }
   }
@@ -180,7 +218,7 @@ export class ToolCatalog {
 
   /** Indexing status of every server. */
   status(): ServerIndexStatus[] {
-    return [...this.#entries.values()].map((e) => ({ ...e.status }));
+    return [...this.#entries.values()].map((e) => ({ ...e.status, problems: [...e.problems] }));
   }
 
   /** Docs known so far, of one server or all. */
@@ -208,21 +246,36 @@ export class ToolCatalog {
   /** Replaces the local skills' docs (they are searched with the tools, as server "skills"). */
   setSkillDocs(docs: readonly ToolDoc[]): void {
     this.#localSkills = docs.map((d) => ({ ...d, server: SKILLS_SERVER, kind: "skill" as const }));
-    this.#index = undefined;
+    this.#changes++;
   }
 
-  /** Searches everything indexed so far: tools and skills. */
-  search(query: string, options: SearchOptions = {}): SearchHit[] {
-    this.#index ??= new ToolIndex([...this.docs(), ...this.skillDocs()]);
+  /**
+   * Searches everything indexed so far: tools and skills. The index is rebuilt when the docs changed
+   * since it was built, in slices that yield to the event loop; concurrent searches share one build.
+   */
+  async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
     // A skill is no server's tool: asking for one server's tools leaves skills out.
-    return this.#index.search(query, options);
+    return (await this.#currentIndex()).search(query, options);
+  }
+
+  #currentIndex(): Promise<ToolIndex> {
+    if (this.#index && this.#indexed === this.#changes) return Promise.resolve(this.#index);
+    const changes = this.#changes;
+    if (this.#building?.changes !== changes) {
+      const index = ToolIndex.build([...this.docs(), ...this.skillDocs()]).then((built) => {
+        if (changes > this.#indexed) [this.#index, this.#indexed] = [built, changes];
+        return built;
+      });
+      this.#building = { changes, index };
+    }
+    return this.#building.index;
   }
 
   /**
    * Replaces a server's docs after its tool list changed: with `tools` when the caller already has the new
    * list (e.g. the pool restarted the server), else by listing again.
    */
-  async refresh(server: string, tools?: Tool[]): Promise<void> {
+  async refresh(server: string, tools?: Tool[] | ToolListing): Promise<void> {
     const entry = this.#entries.get(server);
     if (!entry) {
       throw new RangeError(`Unknown server "${server}": refresh one of ${this.servers().join(", ")}`);
@@ -233,6 +286,27 @@ export class ToolCatalog {
     else await this.#list(entry);
   }
 
+  /**
+   * The server said its tools changed: list it again once it has been quiet for `debounceMs`, and at most
+   * once per `refreshIntervalMs` however often it says so (a server that floods the notice costs one
+   * listing per interval).
+   */
+  toolsChanged(server: string): void {
+    const entry = this.#entries.get(server);
+    if (!entry || this.#closed) return;
+    clearTimeout(entry.refreshTimer);
+    const due = Math.max(
+      this.#options.debounceMs,
+      entry.refreshedAt + this.#options.refreshIntervalMs - Date.now(),
+    );
+    entry.refreshTimer = setTimeout(() => {
+      entry.refreshTimer = undefined;
+      entry.refreshedAt = Date.now();
+      void this.refresh(server);
+    }, due);
+    (entry.refreshTimer as { unref?: () => void }).unref?.();
+  }
+
   async #run(): Promise<void> {
     const entries = [...this.#entries.values()];
     const missing: Entry[] = [];
@@ -241,6 +315,8 @@ export class ToolCatalog {
       if (docs) {
         entry.docs = docs.tools;
         entry.skills = docs.skills;
+        entry.problems = docs.problems;
+        entry.firstNames = new Set(docs.tools.map((d) => d.tool));
         this.#settle(entry, { state: "cached" });
       } else missing.push(entry);
     }));
@@ -261,12 +337,18 @@ export class ToolCatalog {
   /** Stops starting servers: queued ones settle as failed; listings under way finish on their own. */
   close(): Promise<void> {
     this.#closed = true;
+    for (const entry of this.#entries.values()) clearTimeout(entry.refreshTimer);
     for (const entry of this.#queue.splice(0)) this.#settle(entry, { state: "failed", error: CLOSED });
     return Promise.resolve();
   }
 
   async #list(entry: Entry): Promise<void> {
-    entry.status = { server: entry.spec.name, state: "indexing", tools: entry.docs.length };
+    entry.status = {
+      server: entry.spec.name,
+      state: "indexing",
+      tools: entry.docs.length,
+      problems: entry.problems,
+    };
     this.#report(entry);
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
@@ -292,8 +374,21 @@ export class ToolCatalog {
     }
   }
 
-  async #accept(entry: Entry, tools: Tool[], skills?: UpstreamSkillInfo[]): Promise<void> {
-    entry.docs = tools.map((tool) => toolDoc(entry.spec.name, tool));
+  async #accept(entry: Entry, listed: Tool[] | ToolListing, skills?: UpstreamSkillInfo[]): Promise<void> {
+    const { tools, problems = [] } = Array.isArray(listed) ? { tools: listed } : listed;
+    // Tools the server did not list at first are marked: a tool that appears mid-session deserves a look.
+    const first = entry.firstNames;
+    const now = new Date().toISOString();
+    const earlier = new Map(entry.docs.map((d) => [d.tool, d.addedAt]));
+    entry.docs = tools.map((tool) =>
+      toolDoc(
+        entry.spec.name,
+        tool,
+        first && !first.has(tool.name) ? earlier.get(tool.name) ?? now : undefined,
+      )
+    );
+    entry.firstNames ??= new Set(tools.map((t) => t.name));
+    entry.problems = problems;
     if (skills) entry.skills = skills.map((skill) => upstreamSkillDoc(entry.spec.name, skill));
     // Written before the server counts as ready, so a CLI that exits right after ready() keeps the cache.
     await this.#writeCache(entry).catch(() => {
@@ -303,9 +398,9 @@ export class ToolCatalog {
   }
 
   #settle(entry: Entry, change: Pick<ServerIndexStatus, "state" | "error">): void {
-    entry.status = { server: entry.spec.name, tools: entry.docs.length, ...change };
+    entry.status = { server: entry.spec.name, tools: entry.docs.length, problems: entry.problems, ...change };
     if (!change.error) delete entry.status.error;
-    this.#index = undefined;
+    this.#changes++;
     if (!entry.counted) {
       entry.counted = true;
       this.#done++;
@@ -332,7 +427,9 @@ export class ToolCatalog {
     return join(this.#dir, `${entry.key}.json`);
   }
 
-  async #readCache(entry: Entry): Promise<{ tools: ToolDoc[]; skills: ToolDoc[] } | undefined> {
+  async #readCache(
+    entry: Entry,
+  ): Promise<{ tools: ToolDoc[]; skills: ToolDoc[]; problems: ToolProblem[] } | undefined> {
     try {
       const data = JSON.parse(await readFile(this.#file(entry), "utf8")) as Partial<CacheFile>;
       const valid = data.version === CACHE_VERSION && data.key === entry.key &&
@@ -342,7 +439,12 @@ export class ToolCatalog {
       const skills = Array.isArray(data.skills)
         ? data.skills.filter((s) => s && typeof s.tool === "string" && s.server === SKILLS_SERVER)
         : [];
-      return valid ? { tools: data.tools as ToolDoc[], skills } : undefined;
+      const problems = Array.isArray(data.problems)
+        ? data.problems.filter((p) => p && typeof p.tool === "string" && typeof p.problem === "string")
+        : [];
+      // The cache is the first listing of this process: what was new in an earlier one is not new now.
+      const tools = (data.tools ?? []).map(({ addedAt: _, ...doc }) => doc);
+      return valid ? { tools, skills, problems } : undefined;
     } catch {
       // Missing or corrupt: list the server again, and the rewrite replaces the bad file.
       return undefined;
@@ -358,6 +460,7 @@ export class ToolCatalog {
       indexedAt: new Date().toISOString(),
       tools: entry.docs,
       skills: entry.skills,
+      problems: entry.problems,
     };
     await mkdir(this.#dir, { recursive: true });
     const temp = `${file}.${randomUUID()}.tmp`;

@@ -28,6 +28,7 @@ import {
   needsLogin,
   unauthorizedAfterRefresh,
   UpstreamAuthError,
+  UpstreamCallError,
   UpstreamCancelledError,
   UpstreamClosedError,
   UpstreamStartError,
@@ -35,6 +36,9 @@ import {
 import { clip, UpstreamOutputLog } from "./output_log.ts";
 import { type ExitInfo, UpstreamStdioTransport } from "./stdio_transport.ts";
 import type { UpstreamSkillFile, UpstreamSkills } from "./skills.ts";
+import { acceptAllValidator, checkToolResult, ResultValidator } from "./result_validation.ts";
+import { type AdmittedTools, admitTools, TOOL_CAPS, type ToolCaps, type ToolProblem } from "./tool_caps.ts";
+import * as z from "zod";
 
 /** Lifecycle of one server. */
 export type ServerState = "idle" | "starting" | "ready" | "failed" | "closed";
@@ -62,6 +66,10 @@ export interface ConnectionOptions {
   startTimeoutMs: number;
   /** Largest single message accepted from a stdio server. */
   maxMessageBytes?: number;
+  /** The caps on the tools a listing may bring in (default TOOL_CAPS). */
+  toolCaps?: ToolCaps;
+  /** Called when the server says its tool list changed (`notifications/tools/list_changed`). */
+  onToolsChanged?: (server: string) => void;
 }
 
 /** Per-call options. */
@@ -79,14 +87,24 @@ interface Session {
   startedAt?: Date;
   /** How the connection ended, once it has. */
   ended?: string;
-  tools?: Promise<Tool[]>;
-  /** Tools of the current listing without an outputSchema: their calls can take the lean path. */
-  plainTools?: Set<string>;
+  /** The current listing after the caps: the tools kept and the problems found. */
+  tools?: Promise<AdmittedTools>;
+  /** The kept tools by name: a call's result is checked against its tool's outputSchema. */
+  byName?: Map<string, Tool>;
+  /** When the current listing was asked for, and whether the server has said since that it changed. */
+  listedAt?: number;
+  stale?: boolean;
   /** The skills the server publishes (skills extension). */
   skills?: UpstreamSkills;
 }
 
 const CLIENT_INFO = { name: "codemode", version: "0.1.0" };
+/** A server that said its tools changed is listed again on next use, but at most this often. */
+const RELIST_MS = 1000;
+/** Pages of one tools/list walked at most (the SDK's own default is 64). */
+const MAX_LIST_PAGES = 1000;
+/** A tools/list page read leniently: each tool is checked on its own, so one bad tool spoils no other. */
+const LISTING = z.object({ tools: z.array(z.unknown()), nextCursor: z.string().optional() }).loose();
 
 /** A lazily started, self-healing client connection to one MCP server. */
 export class UpstreamConnection {
@@ -106,6 +124,8 @@ export class UpstreamConnection {
   /** OAuth for a remote server that does not send its own Authorization header. */
   #auth?: ServerAuth;
   #tokenSecrets: { held: readonly string[]; forms: string[] } = { held: [], forms: [] };
+  /** Checks results against their tool's outputSchema, in a worker thread of this server's own. */
+  #validator = new ResultValidator();
 
   /** `auth` logs the connection in with OAuth (a remote server without its own Authorization header). */
   constructor(spec: ServerSpec, options: ConnectionOptions, auth?: ServerAuth) {
@@ -132,12 +152,23 @@ export class UpstreamConnection {
 
   /** The server's tools, fetched once per session (all pages) and refreshed when it says they changed. */
   async listTools(): Promise<Tool[]> {
+    return (await this.listing()).tools;
+  }
+
+  /** The server's tools that pass the caps (see tool_caps.ts), and why the others were left out. */
+  async listing(): Promise<{ tools: Tool[]; problems: ToolProblem[] }> {
     const session = await this.#ready();
-    if (!session.client.getServerCapabilities()?.tools) return [];
-    session.tools ??= session.client.listTools(undefined, { timeout: this.#timeout() })
-      .then((result) => {
-        session.plainTools = new Set(result.tools.filter((t) => !t.outputSchema).map((t) => t.name));
-        return result.tools;
+    if (!session.client.getServerCapabilities()?.tools) return { tools: [], problems: [] };
+    // A server flooding list_changed gets listed again at most once per RELIST_MS.
+    if (session.stale && Date.now() - (session.listedAt ?? 0) >= RELIST_MS) session.tools = undefined;
+    if (!session.tools) [session.listedAt, session.stale] = [Date.now(), false];
+    session.tools ??= this.#listAll(session)
+      .then((admitted) => {
+        session.byName = new Map(admitted.tools.map((tool) => [tool.name, tool]));
+        for (const p of admitted.problems) {
+          log.info("upstream tool left out", { server: this.spec.name, tool: p.tool, problem: p.problem });
+        }
+        return admitted;
       })
       .catch(async (failure) => {
         session.tools = undefined;
@@ -146,6 +177,31 @@ export class UpstreamConnection {
         throw this.#explain(error, session, "tools/list", this.#timeout());
       });
     return await session.tools;
+  }
+
+  /**
+   * Walks tools/list page by page and stops once the tool cap is passed: a server that pages for ever, or
+   * lists a million tools, costs the cap's worth of parsing and no more.
+   */
+  async #listAll(session: Session): Promise<AdmittedTools> {
+    const caps = this.#options.toolCaps ?? TOOL_CAPS;
+    const listed: unknown[] = [];
+    let cursor: string | undefined;
+    for (let page = 1;; page++) {
+      const request = {
+        method: "tools/list" as const,
+        ...(cursor === undefined ? {} : { params: { cursor } }),
+      };
+      const reply = await session.client.request(request, LISTING, { timeout: this.#timeout() });
+      for (const tool of reply.tools) listed.push(tool);
+      const next = reply.nextCursor;
+      if (next === undefined || next === cursor || listed.length > caps.maxTools) break;
+      if (page >= MAX_LIST_PAGES) {
+        throw new Error(`its tools/list went on past ${MAX_LIST_PAGES} pages; the listing was abandoned`);
+      }
+      cursor = next;
+    }
+    return await admitTools(listed, caps);
   }
 
   /** Name and description of each skill the server publishes (skills extension); none if it has none. */
@@ -187,10 +243,18 @@ export class UpstreamConnection {
     try {
       session = await this.#readyUnlessAborted(tool, options.signal);
       const result = await send(session, tool, args, { timeout: timeoutMs, signal: options.signal });
+      const invalid = await checkToolResult(this.#validator, session.byName?.get(tool), result);
+      if (invalid) {
+        throw new UpstreamCallError(
+          `The result of "${tool}" on MCP server "${this.spec.name}" was refused: ${invalid}`,
+          this.spec.name,
+          tool,
+        );
+      }
       this.#called(tool, started, result.isError ? "tool_error" : "ok");
       return result.isError ? redactToolError(result, this.#secrets()) : result;
     } catch (failure) {
-      if (!session) {
+      if (!session || failure instanceof UpstreamCallError) {
         this.#called(tool, started, "error", failure);
         throw failure;
       }
@@ -205,6 +269,7 @@ export class UpstreamConnection {
   /** Stops the server (the whole process tree for stdio) and refuses further use. */
   async close(): Promise<void> {
     this.#state = "closed";
+    this.#validator.close();
     const session = this.#session;
     this.#session = undefined;
     await Promise.allSettled([
@@ -421,14 +486,19 @@ export class UpstreamConnection {
         ? new StreamableHTTPClientTransport(url, { requestInit, ...auth })
         : new SSEClientTransport(url, { requestInit, ...auth });
     }
-    const client = new Client(CLIENT_INFO, { listMaxPages: 1000 });
+    // The SDK's own output-schema check would run the server's patterns on this thread: see
+    // result_validation.ts for the check that runs instead.
+    const client = new Client(CLIENT_INFO, {
+      listMaxPages: MAX_LIST_PAGES,
+      jsonSchemaValidator: acceptAllValidator,
+    });
     const session: Session = { client, transport, kind };
     transport.onclose = () => this.#ended(session);
     client.onerror = (error) =>
       log.debug("upstream protocol error", { server: spec.name, error: this.#describe(error) });
     client.setNotificationHandler("notifications/tools/list_changed", () => {
-      session.tools = undefined;
-      session.plainTools = undefined;
+      session.stale = true;
+      this.#options.onToolsChanged?.(spec.name);
     });
     client.setNotificationHandler("notifications/resources/list_changed", () => session.skills?.forget());
     return session;
@@ -498,10 +568,10 @@ async function endSession(session: Session): Promise<void> {
 }
 
 /**
- * Sends tools/call. `Client.callTool` adds output-schema validation and header mirroring (modern era),
- * and on every call probes the era codec with a value that fails, building a zod error: about 80 µs of
- * CPU. A tool of a legacy-era session known to have no outputSchema needs none of that, so it goes through
- * `request` with the spec's CallToolResult schema, which validates the same shape.
+ * Sends tools/call. `Client.callTool` adds header mirroring (modern era) and on every call probes the era
+ * codec with a value that fails, building a zod error: about 80 µs of CPU. A legacy-era session needs none
+ * of that, so its calls go through `request` with the spec's CallToolResult schema, which validates the
+ * same shape. Neither path checks the outputSchema: `checkToolResult` does, off the event loop.
  */
 function send(
   session: Session,
@@ -510,7 +580,7 @@ function send(
   options: { timeout: number; signal?: AbortSignal },
 ): Promise<CallToolResult> {
   const params = { name: tool, arguments: args };
-  if (session.plainTools?.has(tool) && session.client.getProtocolEra() === "legacy") {
+  if (session.client.getProtocolEra() === "legacy") {
     return session.client.request({ method: "tools/call", params }, specTypeSchemas.CallToolResult, options);
   }
   return session.client.callTool(params, options) as Promise<CallToolResult>;

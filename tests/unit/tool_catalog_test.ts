@@ -95,7 +95,7 @@ Deno.test("a second catalog with the same spec reads the cache and never calls t
     await catalog.ready();
     assert.deepEqual(second.calls, []);
     assert.equal(catalog.status()[0].state, "cached");
-    assert.equal(catalog.search("write file")[0].tool, "write_file");
+    assert.equal((await catalog.search("write file"))[0].tool, "write_file");
   }));
 
 Deno.test("changing a server's args, env or url indexes it again; moving its config file does not", () =>
@@ -155,7 +155,7 @@ Deno.test("a failing server is recorded as failed while the others are indexed, 
     assert.equal(byName.broken.error, 'no server "broken"');
     assert.equal(byName.files.state, "ready");
     assert.equal(byName.notes.state, "ready");
-    assert.equal(catalog.search("note")[0].server, "notes");
+    assert.equal((await catalog.search("note"))[0].server, "notes");
     // Failures are not cached: the next start tries again.
     const again = recordingLister();
     await new ToolCatalog([spec("files"), spec("broken")], again.lister, { stateDir }).ready();
@@ -195,12 +195,12 @@ Deno.test("search before indexing finishes returns what is ready", () =>
     const catalog = new ToolCatalog([spec("files"), spec("clock")], lister, { stateDir });
     catalog.start();
     await catalog.ready("files");
-    assert.equal(catalog.search("read file")[0].tool, "read_file");
-    assert.deepEqual(catalog.search("current time"), []);
+    assert.equal((await catalog.search("read file"))[0].tool, "read_file");
+    assert.deepEqual(await catalog.search("current time"), []);
     assert.equal(catalog.status().find((s) => s.server === "clock")?.state, "indexing");
     slow.resolve(TOOLS.clock);
     await catalog.ready();
-    assert.equal(catalog.search("current time")[0].tool, "current_time");
+    assert.equal((await catalog.search("current time"))[0].tool, "current_time");
   }));
 
 Deno.test("refresh() replaces a server's docs with a new tool list and rewrites the cache", () =>
@@ -210,7 +210,7 @@ Deno.test("refresh() replaces a server's docs with a new tool list and rewrites 
     await catalog.ready();
     await catalog.refresh("notes", tools("notes", "archive_note"));
     assert.deepEqual(catalog.docs().map((d) => d.tool), ["archive_note"]);
-    assert.equal(catalog.search("archive")[0].tool, "archive_note");
+    assert.equal((await catalog.search("archive"))[0].tool, "archive_note");
 
     const later = recordingLister();
     const reread = new ToolCatalog([spec("notes")], later.lister, { stateDir });
@@ -404,7 +404,7 @@ Deno.test("skills are searched with the tools: local ones set by the store, publ
       description: "Predict high water at a harbour",
       body: "predict port",
     }]);
-    const [tide] = catalog.search("harbour high water", { limit: 1 });
+    const [tide] = await catalog.search("harbour high water", { limit: 1 });
     assert.deepEqual(tide, {
       server: "skills",
       tool: "tide-tables",
@@ -412,8 +412,14 @@ Deno.test("skills are searched with the tools: local ones set by the store, publ
       score: tide.score,
       kind: "skill",
     });
-    assert.equal(catalog.search("minutes of a meeting", { limit: 1 })[0].tool, "notes/meeting-minutes");
-    assert.deepEqual(catalog.search("minutes", { server: "notes" }).filter((h) => h.kind === "skill"), []);
+    assert.equal(
+      (await catalog.search("minutes of a meeting", { limit: 1 }))[0].tool,
+      "notes/meeting-minutes",
+    );
+    assert.deepEqual(
+      (await catalog.search("minutes", { server: "notes" })).filter((h) => h.kind === "skill"),
+      [],
+    );
     // A second catalog reads both tools and published skills from the cache, starting nothing.
     const second = recordingLister();
     const cached = new ToolCatalog([spec("files"), spec("notes")], second.lister, { stateDir, skillLister });

@@ -59,6 +59,7 @@ export class ResultValidator {
   #ready = false;
   #idle?: ReturnType<typeof setTimeout>;
   #ids = new WeakMap<object, number>();
+  #costly = new WeakSet<object>();
   #nextSchema = 0;
   #nextJob = 0;
   #closed = false;
@@ -71,6 +72,9 @@ export class ResultValidator {
   /** Why `value` does not match `schema`, or undefined when it does. */
   check(schema: object, value: unknown): Promise<string | undefined> {
     if (this.#closed) return Promise.resolve(undefined);
+    // A schema that overran once is not run again: each overrun costs a fresh worker (whose start holds
+    // the event loop for a moment under Deno). The server's next listing brings a new schema object.
+    if (this.#costly.has(schema)) return Promise.resolve(`${this.#overrunText()} before`);
     let schemaId = this.#ids.get(schema);
     if (schemaId === undefined) this.#ids.set(schema, schemaId = this.#nextSchema++);
     const job = { id: this.#nextJob++, schemaId, schema, value };
@@ -98,6 +102,8 @@ export class ResultValidator {
     if (this.#running || this.#closed) return;
     const pending = this.#queue.shift();
     if (!pending) {
+      // An idle worker must not keep the process alive; a busy one must, until its answer comes.
+      this.#worker?.unref();
       clearTimeout(this.#idle);
       this.#idle = setTimeout(() => this.#stopWorker(), this.#idleMs);
       unref(this.#idle);
@@ -105,6 +111,7 @@ export class ResultValidator {
     }
     clearTimeout(this.#idle);
     const worker = this.#ensureWorker();
+    worker.ref();
     this.#running = { ...pending };
     // The deadline is the check's own: a worker still loading (a loaded machine) does not eat into it.
     if (this.#ready) this.#startDeadline();
@@ -159,11 +166,14 @@ export class ResultValidator {
     if (!running) return;
     this.#stopWorker();
     this.#running = undefined;
-    running.resolve(
-      `checking it against the tool's outputSchema took longer than ${this.#deadlineMs} ms, so it was ` +
-        `stopped (a schema whose patterns backtrack, or a very large result)`,
-    );
+    this.#costly.add(running.job.schema as object);
+    running.resolve(`${this.#overrunText()}, so it was stopped`);
     this.#next();
+  }
+
+  #overrunText(): string {
+    return `checking results against the tool's outputSchema took longer than ${this.#deadlineMs} ms ` +
+      `(a schema whose patterns backtrack, or a very large result)`;
   }
 
   #stopWorker(): void {

@@ -14,6 +14,7 @@ import {
 import type { ToolDoc } from "../core/catalog/docs.ts";
 import { Policy } from "../core/config/policy.ts";
 import pc from "picocolors";
+import { escapeControls, escapeDeep, safeJson, unguarded } from "./_terminal_guard.ts";
 
 /** What the catalog commands need from the CLI wiring. */
 export interface CatalogDeps {
@@ -78,7 +79,7 @@ export async function runSearch(
   if (!specs.length) io.err("No MCP servers are configured: codemode servers shows where codemode looked");
   const catalog = await indexedCatalog(specs, deps, io);
   const failed = catalog.status().filter((s) => s.state === "failed");
-  for (const s of failed) io.err(`Could not list the tools of "${s.server}": ${s.error}`);
+  for (const s of failed) io.err(escapeControls(`Could not list the tools of "${s.server}": ${s.error}`));
   if (opts.server === undefined && deps.skillDocs) catalog.setSkillDocs(await deps.skillDocs());
   if (specs.length && failed.length === specs.length && !catalog.skillDocs().length) return 1;
 
@@ -87,11 +88,15 @@ export async function runSearch(
     ? await catalog.search(query, { limit: opts.limit, server: opts.server })
     : await allowedHits(catalog, policy, query, opts, skills);
   if (opts.json) {
-    io.out(JSON.stringify(hits, null, 2));
+    io.out(safeJson(hits));
     return 0;
   }
   if (!hits.length) {
-    io.out(`No tools match "${query}" in ${catalog.docs().length} tools of ${specs.length} servers`);
+    io.out(
+      `No tools match "${
+        escapeControls(query)
+      }" in ${catalog.docs().length} tools of ${specs.length} servers`,
+    );
     return 0;
   }
   const width = Math.max(60, deps.columns || process.stdout.columns || 100);
@@ -107,7 +112,7 @@ export async function runSearch(
     wordWrap: true,
     style: { head: [], border: [] },
   });
-  for (const hit of hits) {
+  for (const hit of escapeDeep(hits)) {
     table.push([
       hit.score.toFixed(2),
       io.color.cyan(hit.server),
@@ -133,15 +138,15 @@ export async function indexedCatalog(
       pending = import("cli-progress").then(({ SingleBar }) => {
         const b = new SingleBar({
           format: "Indexing tool docs {bar} {value}/{total} {server}",
-          stream: process.stderr,
+          stream: unguarded(process.stderr),
           clearOnComplete: true,
           hideCursor: true,
         });
-        b.start(p.total, p.done, { server: p.server });
+        b.start(p.total, p.done, { server: escapeControls(p.server) });
         bar = b;
       });
     }
-    bar?.update(p.done, { server: p.server });
+    bar?.update(p.done, { server: escapeControls(p.server) });
   };
   const catalog = new ToolCatalog(specs, deps.lister, {
     stateDir: deps.stateDir,

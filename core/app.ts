@@ -334,7 +334,7 @@ export class Codemode {
 
   /** What this process publishes about itself for the dashboard. */
   async serveState(): Promise<ServeState> {
-    const index = new Map(this.catalog.status().map((s) => [s.server, s.state]));
+    const statuses = new Map(this.catalog.status().map((s) => [s.server, s]));
     return {
       pid: process.pid,
       version: this.#options.version,
@@ -356,11 +356,15 @@ export class Codemode {
           state: status.state,
           ...(status.error ? { error: status.error } : {}),
           restarts: status.restarts,
-          ...(index.has(spec.name) ? { index: index.get(spec.name) } : {}),
+          ...(statuses.has(spec.name) ? { index: statuses.get(spec.name)!.state } : {}),
           tools: this.catalog.docs(spec.name).map((d) => ({
             name: d.tool,
             ...(d.description ? { description: d.description.slice(0, 300) } : {}),
+            ...(d.addedAt ? { addedAt: d.addedAt } : {}),
           })),
+          ...(statuses.get(spec.name)?.problems.length
+            ? { problems: statuses.get(spec.name)!.problems }
+            : {}),
         };
       }),
       policy: {

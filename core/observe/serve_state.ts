@@ -31,7 +31,9 @@ export interface ServerInfo {
   restarts: number;
   /** Where listing its tools for search stands: pending, cached, indexing, ready, failed. */
   index?: string;
-  tools: { name: string; description?: string }[];
+  tools: { name: string; description?: string; addedAt?: string }[];
+  /** Tools of its listing left out under codemode's caps (or kept with a caveat), and why. */
+  problems?: { tool: string; problem: string; leftOut: boolean }[];
 }
 
 /** The MCP client connected on one session, as it introduced itself. */

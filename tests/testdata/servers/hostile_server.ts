@@ -8,7 +8,7 @@
  *                        result that almost matches (`n` characters, default 40)
  *   --escapes            terminal escape sequences in tool names, descriptions, an error result and stderr
  *   --deep=N             tool `deep_schema` whose inputSchema nests N levels
- *   --big-description=MB tool `big_doc` whose description is MB megabytes (of distinct random words)
+ *   --big-description=MB tool `big_doc` whose description is MB megabytes (of random words)
  *   --tools=N            N more tools `extra_<i>` with ordinary descriptions
  *   --random-words=N     the extra tools' descriptions are N random words each (a vocabulary flood)
  *   --collide            tools `get-file` and `get.file` (one Python alias) and `__hidden`, `class`
@@ -90,8 +90,9 @@ if (flags.has("deep")) {
   tools.push({ name: "deep_schema", description: "A schema nested very deep", inputSchema: schema });
 }
 if (flags.has("big-description")) {
-  const words = Math.round(Number(flags.get("big-description")) * 1024 * 1024 / 8);
-  tools.push({ name: "big_doc", description: randomWords(words, 7), inputSchema: object() });
+  const block = randomWords(8192, 7) + " ";
+  const size = Math.round(Number(flags.get("big-description")) * 1024 * 1024);
+  tools.push({ name: "big_doc", description: block.repeat(Math.ceil(size / block.length)), inputSchema: object() });
 }
 const randomCount = Number(flags.get("random-words") ?? 0);
 for (let i = 0; i < Number(flags.get("tools") ?? 0); i++) {

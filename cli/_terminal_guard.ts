@@ -20,8 +20,8 @@ import pc from "picocolors";
 // deno-lint-ignore no-control-regex
 const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 /** The same, plus whole SGR sequences, which the output guard looks at as one. */
-// deno-lint-ignore no-control-regex
 const UNSAFE_OR_SGR =
+  // deno-lint-ignore no-control-regex
   /\u001b\[([0-9;]*)m|[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 /** The styles codemode's own output uses (picocolors); SGR 8 (hidden), 5 (blink) and the rest are not. */

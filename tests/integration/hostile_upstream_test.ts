@@ -265,8 +265,8 @@ function onTerminal(home: string, args: string[]): Promise<string> {
 }
 
 /** codemode's own colours, and the cursor moves of its progress bar (cli-progress): nothing else may pass. */
-// deno-lint-ignore no-control-regex
 const OWN_SEQUENCES =
+  // deno-lint-ignore no-control-regex
   /\u001b\[(?:0|1|2|22|31|32|33|36|39)m|\u001b[78]|\u001b\[\?(?:25|7)[lh]|\u001b\[[12]G|\u001b\[[02]K/g;
 // deno-lint-ignore no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;

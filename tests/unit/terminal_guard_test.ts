@@ -22,6 +22,7 @@ Deno.test("guardText() lets codemode's own colours through and nothing else", ()
   const ours = `${own.bold("head")} ${own.green("✓")} ${own.red(own.dim("x"))} ${own.cyan("srv")}`;
   assert.equal(guardText(ours), ours);
   const theirs = guardText(`${ESCAPES}\x1b[8mhidden\x1b[5;31m\x1b[38;5;9m`);
+  // deno-lint-ignore no-control-regex
   assert.ok(!CONTROL.test(theirs.replace(/\x1b\[3[19]m/g, "")), JSON.stringify(theirs));
   assert.match(theirs, /\\u001b\[8mhidden\\u001b\[5;31m\\u001b\[38;5;9m/);
 });

@@ -60,22 +60,28 @@ function p95(values: number[]): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))] ?? 0;
 }
 
+/** Pings `bystander` one at a time, 25 ms apart, until `stop()` says so; the latencies in ms. */
+async function pinging(bystander: HttpClient, stop: () => boolean): Promise<number[]> {
+  const pings: number[] = [];
+  while (!stop()) {
+    const started = performance.now();
+    await (bystander.client as Client).ping({ timeout: 60_000 });
+    pings.push(performance.now() - started);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return pings;
+}
+
 /**
- * Runs `attempt` while the bystander pings the serve (one ping at a time, 25 ms apart) and runs `print(1)`
- * once; fails when
- * the pings' p95 or the run pass their bounds.
+ * Runs `attempt` while the bystander pings the serve and runs `print(1)` once; fails when the pings' p95
+ * passes its bound (PING_P95_MS, or four times the p95 of a second of pings just before, on a machine so
+ * loaded that even idle pings are slow) or the run takes longer than BYSTANDER_MS.
  */
 async function whileResponsive<T>(bystander: HttpClient, attempt: () => Promise<T>): Promise<T> {
-  const pings: number[] = [];
+  const baselineEnd = Date.now() + 1000;
+  const bound = Math.max(PING_P95_MS, 4 * p95(await pinging(bystander, () => Date.now() > baselineEnd)));
   let done = false;
-  const pinger = (async () => {
-    while (!done) {
-      const started = performance.now();
-      await (bystander.client as Client).ping({ timeout: 60_000 });
-      pings.push(performance.now() - started);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  })();
+  const pings = pinging(bystander, () => done);
   const runner = (async () => {
     await new Promise((r) => setTimeout(r, 300));
     const started = performance.now();
@@ -86,15 +92,19 @@ async function whileResponsive<T>(bystander: HttpClient, attempt: () => Promise<
     const result = await attempt();
     const run = await runner;
     done = true;
-    await pinger;
+    const latencies = await pings;
     assert.equal(run.isError, false, run.text);
     assert.ok(run.ms < BYSTANDER_MS, `the other session's run took ${Math.round(run.ms)} ms`);
-    assert.ok(pings.length >= 3, `only ${pings.length} pings were answered`);
-    assert.ok(p95(pings) < PING_P95_MS, `ping p95 ${Math.round(p95(pings))} ms over ${pings.length} pings`);
+    assert.ok(latencies.length >= 3, `only ${latencies.length} pings were answered`);
+    const worst = p95(latencies);
+    assert.ok(
+      worst < bound,
+      `ping p95 ${Math.round(worst)} ms (bound ${Math.round(bound)}) over ${latencies.length}`,
+    );
     return result;
   } finally {
     done = true;
-    await pinger.catch(() => {});
+    await pings.catch(() => {});
   }
 }
 

@@ -13,6 +13,7 @@
 import type { CallToolResult, jsonSchemaValidator, Tool } from "@modelcontextprotocol/client";
 import { Worker } from "node:worker_threads";
 import type { ValidationAnswer, ValidationJob } from "./result_validation_worker.ts";
+import { log } from "../observe/log.ts";
 
 /** How long one result may take to check before its worker is ended and the call fails. */
 export const VALIDATION_DEADLINE_MS = 2_000;
@@ -63,6 +64,7 @@ export class ResultValidator {
   #nextSchema = 0;
   #nextJob = 0;
   #closed = false;
+  #unavailable = false;
 
   constructor(options: { deadlineMs?: number; idleMs?: number } = {}) {
     this.#deadlineMs = options.deadlineMs ?? VALIDATION_DEADLINE_MS;
@@ -71,7 +73,7 @@ export class ResultValidator {
 
   /** Why `value` does not match `schema`, or undefined when it does. */
   check(schema: object, value: unknown): Promise<string | undefined> {
-    if (this.#closed) return Promise.resolve(undefined);
+    if (this.#closed || this.#unavailable) return Promise.resolve(undefined);
     // A schema that overran once is not run again: each overrun costs a fresh worker (whose start holds
     // the event loop for a moment under Deno). The server's next listing brings a new schema object.
     if (this.#costly.has(schema)) return Promise.resolve(`${this.#overrunText()} before`);
@@ -139,6 +141,19 @@ export class ResultValidator {
       if (worker !== this.#worker) return;
       this.#worker = undefined;
       const running = this.#running;
+      if (!this.#ready) {
+        // No worker could be started (a build without the worker's entry): results pass unchecked rather
+        // than every call of a tool with an outputSchema failing; said once.
+        this.#unavailable = true;
+        log.warn("results cannot be checked against outputSchemas: no worker thread", {
+          error: error.message,
+        });
+        for (const pending of [...(running ? [running] : []), ...this.#queue.splice(0)]) {
+          pending.resolve(undefined);
+        }
+        this.#running = undefined;
+        return;
+      }
       if (running) this.#finish(running.job.id, `the check failed: ${error.message}`);
     });
     this.#worker = worker;

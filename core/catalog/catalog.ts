@@ -258,11 +258,18 @@ export class ToolCatalog {
     return (await this.#currentIndex()).search(query, options);
   }
 
+  /**
+   * The index of the current docs: the one built, else the build under way for them. One build runs at a
+   * time: when the docs change during a build, it is abandoned for a build of the newer docs.
+   */
   #currentIndex(): Promise<ToolIndex> {
     if (this.#index && this.#indexed === this.#changes) return Promise.resolve(this.#index);
     const changes = this.#changes;
     if (this.#building?.changes !== changes) {
-      const index = ToolIndex.build([...this.docs(), ...this.skillDocs()]).then((built) => {
+      const index = ToolIndex.build([...this.docs(), ...this.skillDocs()], {}, {
+        abandoned: () => this.#changes !== changes,
+      }).then((built) => {
+        if (!built) return this.#currentIndex();
         if (changes > this.#indexed) [this.#index, this.#indexed] = [built, changes];
         return built;
       });

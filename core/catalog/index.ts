@@ -106,17 +106,21 @@ export class ToolIndex {
   /**
    * Builds the index in slices of about `sliceMs` of work, yielding to the event loop between them: a
    * catalog of 20,000 tools, or a server's hostile one, never holds up a ping or another session's run.
+   * Undefined when `abandoned()` said so between two slices.
    */
   static async build(
     docs: readonly ToolDoc[],
     options: Partial<ToolIndexOptions> = {},
-    sliceMs = 8,
-  ): Promise<ToolIndex> {
+    slices: { sliceMs?: number; abandoned?: () => boolean } = {},
+  ): Promise<ToolIndex | undefined> {
+    const sliceMs = slices.sliceMs ?? 8;
     const index = new ToolIndex(docs, options, true);
     let slice = performance.now();
     for (const _ of index.#steps()) {
       if (performance.now() - slice < sliceMs) continue;
       await new Promise((resolve) => setImmediate(resolve));
+      // A build for docs that changed meanwhile is dropped: the newer build replaces it.
+      if (slices.abandoned?.()) return undefined;
       slice = performance.now();
     }
     return index;

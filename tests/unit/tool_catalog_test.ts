@@ -440,3 +440,64 @@ Deno.test("a server whose skills cannot be listed still has its tools", () =>
     assert.equal(catalog.status()[0].state, "ready");
     assert.equal(catalog.docs().length, 2);
   }));
+
+Deno.test("toolsChanged() re-lists after a quiet spell, at most once per interval, and marks tools that appeared later", async () => {
+  await withStateDir(async (stateDir) => {
+    const listed = { files: tools("files", "read_file") };
+    const { calls, lister } = recordingLister(listed);
+    const catalog = new ToolCatalog([spec("files")], lister, {
+      stateDir,
+      debounceMs: 30,
+      refreshIntervalMs: 400,
+    });
+    await catalog.ready();
+    assert.deepEqual(calls, ["files"]);
+    listed.files = tools("files", "read_file", "write_file");
+    // A flood of notices: one listing after the quiet spell, none for the rest of the interval.
+    for (let i = 0; i < 500; i++) catalog.toolsChanged("files");
+    await new Promise((r) => setTimeout(r, 150));
+    assert.deepEqual(calls, ["files", "files"]);
+    for (let i = 0; i < 500; i++) catalog.toolsChanged("files");
+    await new Promise((r) => setTimeout(r, 150));
+    assert.deepEqual(calls, ["files", "files"], "a second listing within the interval");
+    await new Promise((r) => setTimeout(r, 400));
+    assert.deepEqual(calls, ["files", "files", "files"]);
+    const [added] = catalog.summaries("files").filter((s) => s.addedAt);
+    assert.equal(added.tool, "write_file");
+    assert.equal(catalog.summaries("files").find((s) => s.tool === "read_file")?.addedAt, undefined);
+    const [hit] = await catalog.search("write file");
+    assert.equal(hit.tool, "write_file");
+    await catalog.close();
+  });
+});
+
+Deno.test("a listing's problems are kept with the server's status and in the cache; summaries stay bounded", async () => {
+  await withStateDir(async (stateDir) => {
+    const long = {
+      name: "long_doc",
+      description: "word ".repeat(5000),
+      inputSchema: { type: "object" as const },
+    };
+    const listing = {
+      tools: [...tools("files", "read_file"), long],
+      problems: [{
+        tool: "deep",
+        problem: "its inputSchema is nested more than 64 levels deep",
+        leftOut: true,
+      }],
+    };
+    await new ToolCatalog([spec("files")], () => Promise.resolve(listing), { stateDir }).ready();
+    const cached = new ToolCatalog([spec("files")], () => Promise.reject(new Error("not again")), {
+      stateDir,
+    });
+    await cached.ready();
+    const [status] = cached.status();
+    assert.equal(status.state, "cached");
+    assert.deepEqual(status.problems, listing.problems);
+    const summary = cached.summaries("files").find((s) => s.tool === "long_doc")!;
+    assert.ok(summary.description.length <= 1000 && summary.description.endsWith("…"));
+    assert.equal(cached.full("files", "long_doc")[0].description.length, 25_000);
+    const hits = await cached.search("word", { limit: 1 });
+    assert.ok(hits[0].description.length <= 1000);
+  });
+});

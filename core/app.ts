@@ -36,6 +36,9 @@ import { watched } from "./observe/watchers.ts";
 import { bridgeApprovals, pendingApprovals } from "./serve/approval_activity.ts";
 import type { ServeState } from "./observe/serve_state.ts";
 
+/** Tools per server in the state a serve publishes for the dashboard (`toolCount` says how many there are). */
+const STATE_TOOLS = 200;
+
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
   command: string[];
@@ -357,11 +360,13 @@ export class Codemode {
           ...(status.error ? { error: status.error } : {}),
           restarts: status.restarts,
           ...(statuses.has(spec.name) ? { index: statuses.get(spec.name)!.state } : {}),
-          tools: this.catalog.docs(spec.name).map((d) => ({
+          // Published twice a second: a server's thousands of tools must not make every publish heavy.
+          tools: this.catalog.docs(spec.name).slice(0, STATE_TOOLS).map((d) => ({
             name: d.tool,
             ...(d.description ? { description: d.description.slice(0, 300) } : {}),
             ...(d.addedAt ? { addedAt: d.addedAt } : {}),
           })),
+          toolCount: this.catalog.docs(spec.name).length,
           ...(statuses.get(spec.name)?.problems.length
             ? { problems: statuses.get(spec.name)!.problems }
             : {}),

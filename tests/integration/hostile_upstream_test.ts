@@ -138,6 +138,13 @@ for (const [runtime, usable] of runtimes) {
         const warm = await client.run("1", 60);
         assert.equal(warm.isError, false, warm.text);
       }
+      // Every server listed before the attempts: parsing the flood's one 21 MB message is a single pause
+      // on the event loop (bounded by the 64 MiB message cap, docs/security.md), not an attempt's doing.
+      const listed = await attacker.run(
+        "from mcp import runtime\nlen(await runtime.query_tool_docs('flood'))",
+        120,
+      );
+      assert.equal(listed.value, "2000", listed.text);
       return { serve, attacker, bystander, home };
     })();
   const test = (name: string, fn: (ctx: Ctx) => Promise<void>) =>

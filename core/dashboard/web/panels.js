@@ -124,7 +124,7 @@ export function ServersPanel({ serves }) {
                       ? html`<div class="call-error">${x.error}</div>`
                       : null}</td>
                     <td>${x.restarts}</td>
-                    <td>${x.tools.length}${x.index
+                    <td>${x.toolCount ?? x.tools.length}${x.index
                       ? html`
                         <span class="muted aside">(${x.index})</span>
                       `
@@ -148,7 +148,11 @@ export function ServersPanel({ serves }) {
                               `
                               : null
                           } <span class="muted">${t.description ?? ""}</span></li>`
-                        )}</ul>
+                        )}${(x.toolCount ?? 0) > x.tools.length
+                          ? html`<li class="muted">and ${
+                            x.toolCount - x.tools.length
+                          } more: codemode tools ${x.name}</li>`
+                          : null}</ul>
                         ${x.problems?.length
                           ? html`<ul class="tools problems">${
                             x.problems.map((p) =>

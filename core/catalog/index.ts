@@ -32,6 +32,8 @@ export interface SearchHit {
   score: number;
   /** `"skill"` when the hit is a skill (its `server` is `"skills"`). */
   kind?: "skill";
+  /** When the tool appeared, if it came after its server's first listing. */
+  addedAt?: string;
 }
 
 /** Per-search options. */
@@ -234,6 +236,7 @@ export class ToolIndex {
       description: summaryText(this.#docs[doc].description),
       score: Math.round(Math.min(1, score) * 1000) / 1000,
       ...(this.#docs[doc].kind ? { kind: this.#docs[doc].kind } : {}),
+      ...(this.#docs[doc].addedAt ? { addedAt: this.#docs[doc].addedAt } : {}),
     }));
   }
 

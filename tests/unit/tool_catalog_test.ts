@@ -467,6 +467,7 @@ Deno.test("toolsChanged() re-lists after a quiet spell, at most once per interva
     assert.equal(catalog.summaries("files").find((s) => s.tool === "read_file")?.addedAt, undefined);
     const [hit] = await catalog.search("write file");
     assert.equal(hit.tool, "write_file");
+    assert.equal(hit.addedAt, added.addedAt);
     await catalog.close();
   });
 });

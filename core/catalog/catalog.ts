@@ -10,10 +10,8 @@
  * @module
  */
 import type { Tool } from "@modelcontextprotocol/client";
-import { createHash, randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import type { ServerSpec } from "../contracts/discovery.ts";
+import { DocsCache, specKey, type ToolProblem } from "./cache.ts";
 import { type SearchHit, type SearchOptions, ToolIndex } from "./index.ts";
 import {
   SKILLS_SERVER,
@@ -25,18 +23,13 @@ import {
   toolSummary,
 } from "./docs.ts";
 
-/** One tool the server listed that was left out of the catalog (or kept with a caveat), and why. */
-export interface ToolProblem {
-  tool: string;
-  problem: string;
-  leftOut: boolean;
-}
-
 /** A server's tools, with the problems of those its listing could not bring in (see core/upstream/tool_caps.ts). */
 export interface ToolListing {
   tools: Tool[];
   problems?: ToolProblem[];
 }
+
+export { specKey, type ToolProblem } from "./cache.ts";
 
 /** Lists a server's tools (starting it if need be). */
 export type ToolLister = (spec: ServerSpec) => Promise<Tool[] | ToolListing>;
@@ -97,19 +90,7 @@ export interface ToolCatalogOptions {
 /** Defaults of {@link ToolCatalogOptions}. */
 export const defaults = { concurrency: 4, timeoutMs: 30_000, debounceMs: 300, refreshIntervalMs: 5_000 };
 
-// 2: upstream skills are cached with the tools. 3: problems of tools left out are cached too.
-const CACHE_VERSION = 3;
 const CLOSED = "The tool catalog was closed before this server was listed";
-
-interface CacheFile {
-  version: number;
-  server: string;
-  key: string;
-  indexedAt: string;
-  tools: ToolDoc[];
-  skills?: ToolDoc[];
-  problems?: ToolProblem[];
-}
 
 interface Entry {
   spec: ServerSpec;
@@ -131,32 +112,12 @@ interface Entry {
   refreshedAt: number;
 }
 
-/** The hash that names a server's cache file: its launch spec, not where the spec was found. */
-export function specKey(spec: ServerSpec): string {
-  // Absent and empty mean the same launch, whichever way a discovery plugin spells them.
-  const sorted = (record?: Record<string, string>) =>
-    record && Object.keys(record).length
-      ? Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)))
-      : null;
-  const identity = [
-    spec.name,
-    spec.transport,
-    spec.command || null,
-    spec.args ?? [],
-    sorted(spec.env),
-    spec.cwd || null,
-    spec.url || null,
-    sorted(spec.headers),
-  ];
-  return createHash("sha256").update(JSON.stringify(identity)).digest("hex").slice(0, 32);
-}
-
 /** Tool docs of all configured servers, indexed in the background and cached on disk. */
 export class ToolCatalog {
   readonly #entries = new Map<string, Entry>();
   readonly #lister: ToolLister;
   readonly #options: ToolCatalogOptions & typeof defaults;
-  readonly #dir: string;
+  readonly #cache: DocsCache;
   #started?: Promise<void>;
   #queue: Entry[] = [];
   #closed = false;
@@ -178,7 +139,7 @@ export class ToolCatalog {
       debounceMs: options.debounceMs ?? defaults.debounceMs,
       refreshIntervalMs: options.refreshIntervalMs ?? defaults.refreshIntervalMs,
     };
-    this.#dir = join(options.stateDir, "tool-docs");
+    this.#cache = new DocsCache(options.stateDir);
     for (const spec of specs) {
       let settle!: () => void;
       const settled = new Promise<void>((resolve) => settle = resolve);
@@ -318,7 +279,7 @@ export class ToolCatalog {
     const entries = [...this.#entries.values()];
     const missing: Entry[] = [];
     await Promise.all(entries.map(async (entry) => {
-      const docs = await this.#readCache(entry);
+      const docs = await this.#cache.read(entry.spec, entry.key);
       if (docs) {
         entry.docs = docs.tools;
         entry.skills = docs.skills;
@@ -398,7 +359,7 @@ export class ToolCatalog {
     entry.problems = problems;
     if (skills) entry.skills = skills.map((skill) => upstreamSkillDoc(entry.spec.name, skill));
     // Written before the server counts as ready, so a CLI that exits right after ready() keeps the cache.
-    await this.#writeCache(entry).catch(() => {
+    await this.#cache.write(entry.spec, entry.key, entry).catch(() => {
       // A read-only or full state dir costs a re-list next time, nothing more.
     });
     this.#settle(entry, { state: "ready" });
@@ -427,56 +388,6 @@ export class ToolCatalog {
       this.#options.onProgress?.(progress);
     } catch {
       // A broken progress display must not stop indexing.
-    }
-  }
-
-  #file(entry: Entry): string {
-    return join(this.#dir, `${entry.key}.json`);
-  }
-
-  async #readCache(
-    entry: Entry,
-  ): Promise<{ tools: ToolDoc[]; skills: ToolDoc[]; problems: ToolProblem[] } | undefined> {
-    try {
-      const data = JSON.parse(await readFile(this.#file(entry), "utf8")) as Partial<CacheFile>;
-      const valid = data.version === CACHE_VERSION && data.key === entry.key &&
-        data.server === entry.spec.name &&
-        Array.isArray(data.tools) &&
-        data.tools.every((t) => t && typeof t.tool === "string" && t.server === entry.spec.name);
-      const skills = Array.isArray(data.skills)
-        ? data.skills.filter((s) => s && typeof s.tool === "string" && s.server === SKILLS_SERVER)
-        : [];
-      const problems = Array.isArray(data.problems)
-        ? data.problems.filter((p) => p && typeof p.tool === "string" && typeof p.problem === "string")
-        : [];
-      // The cache is the first listing of this process: what was new in an earlier one is not new now.
-      const tools = (data.tools ?? []).map(({ addedAt: _, ...doc }) => doc);
-      return valid ? { tools, skills, problems } : undefined;
-    } catch {
-      // Missing or corrupt: list the server again, and the rewrite replaces the bad file.
-      return undefined;
-    }
-  }
-
-  async #writeCache(entry: Entry): Promise<void> {
-    const file = this.#file(entry);
-    const body: CacheFile = {
-      version: CACHE_VERSION,
-      server: entry.spec.name,
-      key: entry.key,
-      indexedAt: new Date().toISOString(),
-      tools: entry.docs,
-      skills: entry.skills,
-      problems: entry.problems,
-    };
-    await mkdir(this.#dir, { recursive: true });
-    const temp = `${file}.${randomUUID()}.tmp`;
-    try {
-      await writeFile(temp, JSON.stringify(body));
-      await rename(temp, file);
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
     }
   }
 }

@@ -37,8 +37,8 @@ import { clip, UpstreamOutputLog } from "./output_log.ts";
 import { type ExitInfo, UpstreamStdioTransport } from "./stdio_transport.ts";
 import type { UpstreamSkillFile, UpstreamSkills } from "./skills.ts";
 import { acceptAllValidator, checkToolResult, ResultValidator } from "./result_validation.ts";
-import { type AdmittedTools, admitTools, TOOL_CAPS, type ToolCaps, type ToolProblem } from "./tool_caps.ts";
-import * as z from "zod";
+import type { AdmittedTools, ToolCaps, ToolProblem } from "./tool_caps.ts";
+import { listTools, MAX_LIST_PAGES } from "./listing.ts";
 
 /** Lifecycle of one server. */
 export type ServerState = "idle" | "starting" | "ready" | "failed" | "closed";
@@ -101,10 +101,6 @@ interface Session {
 const CLIENT_INFO = { name: "codemode", version: "0.1.0" };
 /** A server that said its tools changed is listed again on next use, but at most this often. */
 const RELIST_MS = 1000;
-/** Pages of one tools/list walked at most (the SDK's own default is 64). */
-const MAX_LIST_PAGES = 1000;
-/** A tools/list page read leniently: each tool is checked on its own, so one bad tool spoils no other. */
-const LISTING = z.object({ tools: z.array(z.unknown()), nextCursor: z.string().optional() }).loose();
 
 /** A lazily started, self-healing client connection to one MCP server. */
 export class UpstreamConnection {
@@ -162,7 +158,7 @@ export class UpstreamConnection {
     // A server flooding list_changed gets listed again at most once per RELIST_MS.
     if (session.stale && Date.now() - (session.listedAt ?? 0) >= RELIST_MS) session.tools = undefined;
     if (!session.tools) [session.listedAt, session.stale] = [Date.now(), false];
-    session.tools ??= this.#listAll(session)
+    session.tools ??= listTools(session.client, { timeoutMs: this.#timeout(), caps: this.#options.toolCaps })
       .then((admitted) => {
         session.byName = new Map(admitted.tools.map((tool) => [tool.name, tool]));
         for (const p of admitted.problems) {
@@ -177,31 +173,6 @@ export class UpstreamConnection {
         throw this.#explain(error, session, "tools/list", this.#timeout());
       });
     return await session.tools;
-  }
-
-  /**
-   * Walks tools/list page by page and stops once the tool cap is passed: a server that pages for ever, or
-   * lists a million tools, costs the cap's worth of parsing and no more.
-   */
-  async #listAll(session: Session): Promise<AdmittedTools> {
-    const caps = this.#options.toolCaps ?? TOOL_CAPS;
-    const listed: unknown[] = [];
-    let cursor: string | undefined;
-    for (let page = 1;; page++) {
-      const request = {
-        method: "tools/list" as const,
-        ...(cursor === undefined ? {} : { params: { cursor } }),
-      };
-      const reply = await session.client.request(request, LISTING, { timeout: this.#timeout() });
-      for (const tool of reply.tools) listed.push(tool);
-      const next = reply.nextCursor;
-      if (next === undefined || next === cursor || listed.length > caps.maxTools) break;
-      if (page >= MAX_LIST_PAGES) {
-        throw new Error(`its tools/list went on past ${MAX_LIST_PAGES} pages; the listing was abandoned`);
-      }
-      cursor = next;
-    }
-    return await admitTools(listed, caps);
   }
 
   /** Name and description of each skill the server publishes (skills extension); none if it has none. */

@@ -127,7 +127,7 @@ export class ResultValidator {
 
   #ensureWorker(): Worker {
     if (this.#worker) return this.#worker;
-    const worker = new Worker(new URL("./result_validation_worker.ts", import.meta.url));
+    const worker = new Worker(workerEntry());
     worker.unref();
     this.#ready = false;
     worker.on("message", (answer: ValidationAnswer | { ready: true }) => {
@@ -197,6 +197,15 @@ export class ResultValidator {
     this.#ready = false;
     void worker?.terminate();
   }
+}
+
+/**
+ * Where the worker's module is: beside this one, except in a binary compiled by Bun (scripts/compile.sh),
+ * whose modules share one virtual folder while the worker, an entry of its own, keeps its repository path.
+ */
+function workerEntry(): URL | string {
+  if (import.meta.url.startsWith("file:///$bunfs/")) return "./core/upstream/result_validation_worker.ts";
+  return new URL("./result_validation_worker.ts", import.meta.url);
 }
 
 function unref(timer: ReturnType<typeof setTimeout>): void {

@@ -14,6 +14,7 @@ import { VERSION } from "../core/version.ts";
 import { probeAuth } from "../core/auth/probe.ts";
 import { recordDetection } from "../core/sandbox/runtime_select.ts";
 import { type Colors, colors, formatMs, mark, printJson, table } from "./_render.ts";
+import { escapeDeep } from "./_terminal_guard.ts";
 
 /** Flags of `codemode doctor`. */
 export interface DoctorOptions {
@@ -49,7 +50,7 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
       env,
       runtimes: plugins.runtimes(),
       discovery: app.discovery,
-      listTools: options.quick ? undefined : (name) => app.pool.listTools(name),
+      listTools: options.quick ? undefined : (name) => app.pool.listing(name),
       authOf: async (name, started) => {
         const spec = app.servers.find((s) => s.name === name);
         const auth = spec && app.oauth.forServer(spec);
@@ -70,7 +71,8 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
     await app.close();
   }
   if (options.json) printJson(report);
-  else process.stdout.write(renderReport(report, colors()));
+  // Everything in the report may quote a server, a config file or an engine: escaped before it is shown.
+  else process.stdout.write(renderReport(escapeDeep(report), colors()));
   return report.ok ? 0 : 1;
 }
 

@@ -8,6 +8,7 @@ import { loadSettings } from "../core/config/settings.ts";
 import type { StatsSnapshot } from "../core/observe/stats.ts";
 import { readLiveSnapshots } from "../core/observe/stats_file.ts";
 import { colors, formatMs, printJson, table } from "./_render.ts";
+import { escapeDeep } from "./_terminal_guard.ts";
 
 /** Runs `codemode stats`; exit 0 even when no server runs (that is an answer, not a failure). */
 export async function stats(opts: { json?: boolean }): Promise<number> {
@@ -17,7 +18,8 @@ export async function stats(opts: { json?: boolean }): Promise<number> {
     printJson(snapshots);
     return 0;
   }
-  process.stdout.write(renderStats(snapshots) + "\n");
+  // Server and tool names in the snapshots are the servers' own: escaped before they are shown.
+  process.stdout.write(renderStats(escapeDeep(snapshots)) + "\n");
   return 0;
 }
 

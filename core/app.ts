@@ -38,6 +38,9 @@ import type { ServeState } from "./observe/serve_state.ts";
 import { AddedServers } from "./host_api/added_servers.ts";
 import { type RegistrySide, registrySide } from "./host_api/registry_api.ts";
 
+/** Tools per server in the state a serve publishes for the dashboard (`toolCount` says how many there are). */
+const STATE_TOOLS = 200;
+
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
   command: string[];
@@ -107,8 +110,12 @@ export class Codemode {
       return verdict.ok;
     });
     this.oauth = new OAuthClients(this.settings.stateDir);
-    this.pool = new UpstreamPool(this.servers, { auth: (spec) => this.oauth.forServer(spec) });
-    this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listTools(spec.name), {
+    this.pool = new UpstreamPool(this.servers, {
+      auth: (spec) => this.oauth.forServer(spec),
+      // A server whose tools changed is listed again and re-indexed (debounced, capped in rate).
+      onToolsChanged: (server) => this.catalog.toolsChanged(server),
+    });
+    this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listing(spec.name), {
       stateDir: this.settings.stateDir,
       skillLister: (spec) => this.pool.listSkills(spec.name),
     });
@@ -355,7 +362,7 @@ export class Codemode {
 
   /** What this process publishes about itself for the dashboard. */
   async serveState(): Promise<ServeState> {
-    const index = new Map(this.catalog.status().map((s) => [s.server, s.state]));
+    const statuses = new Map(this.catalog.status().map((s) => [s.server, s]));
     return {
       pid: process.pid,
       version: this.#options.version,
@@ -377,11 +384,17 @@ export class Codemode {
           state: status.state,
           ...(status.error ? { error: status.error } : {}),
           restarts: status.restarts,
-          ...(index.has(spec.name) ? { index: index.get(spec.name) } : {}),
-          tools: this.catalog.docs(spec.name).map((d) => ({
+          ...(statuses.has(spec.name) ? { index: statuses.get(spec.name)!.state } : {}),
+          // Published twice a second: a server's thousands of tools must not make every publish heavy.
+          tools: this.catalog.docs(spec.name).slice(0, STATE_TOOLS).map((d) => ({
             name: d.tool,
             ...(d.description ? { description: d.description.slice(0, 300) } : {}),
+            ...(d.addedAt ? { addedAt: d.addedAt } : {}),
           })),
+          toolCount: this.catalog.docs(spec.name).length,
+          ...(statuses.get(spec.name)?.problems.length
+            ? { problems: statuses.get(spec.name)!.problems }
+            : {}),
         };
       }),
       policy: {

@@ -64,10 +64,22 @@ export interface ServerCheck {
   /** Milliseconds to start it and list its tools. */
   ms?: number;
   tools?: number;
+  /** Tools of its listing left out (or kept with a caveat) under codemode's caps, and why. */
+  toolProblems?: ListedToolProblem[];
   /** A remote server codemode logs in to with OAuth: whether it holds working credentials. */
   auth?: AuthState;
   problem?: Problem;
 }
+
+/** One tool of a server's listing that codemode left out (or kept with a caveat). */
+export interface ListedToolProblem {
+  tool: string;
+  problem: string;
+  leftOut: boolean;
+}
+
+/** A server's listing as doctor reads it: its tools, or its tools and the problems of those left out. */
+export type ServerListing = unknown[] | { tools: unknown[]; problems?: ListedToolProblem[] };
 
 /** What is known about a remote server's login. */
 export interface AuthFacts {
@@ -114,7 +126,7 @@ export interface DoctorInput {
   runtimes: RuntimePlugin[];
   discovery: DiscoveryFacts;
   /** Starts one server and lists its tools; undefined skips servers (`--quick`). */
-  listTools?: (server: string) => Promise<unknown[]>;
+  listTools?: (server: string) => Promise<ServerListing>;
   /**
    * A remote server's login: after `listTools` ran (`started`), what it left; otherwise found out with
    * one request. Undefined for a server codemode does no OAuth for.
@@ -221,7 +233,7 @@ export function checkConfigs(discovery: DiscoveryFacts): ConfigCheck[] {
  */
 export async function checkServers(
   discovery: DiscoveryFacts,
-  listTools: ((server: string) => Promise<unknown[]>) | undefined,
+  listTools: ((server: string) => Promise<ServerListing>) | undefined,
   timeoutMs = 30_000,
   refused: ReadonlyMap<string, string> = new Map(),
   authOf?: DoctorInput["authOf"],
@@ -249,18 +261,31 @@ export async function checkServers(
     }
     const started = performance.now();
     try {
-      const tools = await withTimeout(
+      const listing = await withTimeout(
         listTools(spec.name),
         timeoutMs,
         `did not list its tools within ${timeoutMs / 1000}s`,
       );
+      const { tools, problems = [] } = Array.isArray(listing) ? { tools: listing } : listing;
       const login = await authOf?.(spec.name, true).catch(() => undefined);
+      const leftOut = problems.filter((p) => p.leftOut);
       return {
         ...base,
-        status: "ok",
+        status: leftOut.length ? "warn" : "ok",
         ms: Math.round(performance.now() - started),
         tools: tools.length,
+        ...(problems.length ? { toolProblems: problems } : {}),
         ...(login ? { auth: login.auth } : {}),
+        ...(leftOut.length
+          ? {
+            problem: {
+              message: `${leftOut.length} of its tools were left out: ` +
+                leftOut.slice(0, 5).map((p) => `${p.tool}: ${p.problem}`).join("; ") +
+                (leftOut.length > 5 ? "; ..." : ""),
+              fix: "Its other tools work; codemode servers and codemode tools list the problems",
+            },
+          }
+          : {}),
       };
     } catch (error) {
       if (error instanceof Error && error.name === "UpstreamAuthError") {

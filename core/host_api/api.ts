@@ -19,6 +19,10 @@ import { recordToolCall, type ToolCallRecord } from "./tool_call_activity.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
+import { jsonSize } from "../upstream/tool_caps.ts";
+
+/** Characters of full docs one `search_tool_docs(detail="full")` reply carries at most. */
+export const FULL_HITS_BUDGET = 4 * 1024 * 1024;
 
 export type { RpcMethod } from "./skills_api.ts";
 
@@ -231,11 +235,26 @@ export function sandboxApi(
         ? await docs.search(query, { limit, server: serverName })
         : (await docs.search(query, { limit: 100, server: serverName })).filter(visible).slice(0, limit);
       const full = params.detail === "full";
+      let budget = FULL_HITS_BUDGET;
       return hits.map((hit) => {
         if (hit.kind === "skill") return hit;
         const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
-        const detail = full && doc ? toolFull(doc) : { alias: pythonAlias(hit.tool) };
-        return { ...hit, ...detail, description: hit.description, score: hit.score };
+        const summary = { ...hit, alias: pythonAlias(hit.tool) };
+        if (!full || !doc) return summary;
+        // Full docs of up to 100 hits could outgrow a frame: each goes in while the reply has room.
+        const detail = toolFull(doc);
+        const size = jsonSize(detail);
+        if (size > budget) {
+          return {
+            ...summary,
+            skipped: `its full doc (${size} characters) does not fit in this reply: ` +
+              `query_tool_docs(${JSON.stringify(hit.server)}, ${
+                JSON.stringify(hit.tool)
+              }, detail="full") has it`,
+          };
+        }
+        budget -= size;
+        return { ...summary, ...detail, description: detail.description, score: hit.score };
       });
     },
   };
@@ -273,7 +292,11 @@ function resolveServer(pool: ToolCaller, name: string): string | undefined {
 async function resolveTool(pool: ToolCaller, policy: Policy, server: string, tool: string): Promise<Tool> {
   if (!tool) throw new RpcError("ValueError", "A tool name is required");
   const tools = await pool.listTools(server);
-  const match = tools.find((t) => t.name === tool) ?? tools.find((t) => pythonAlias(t.name) === tool);
+  // A tool's own name wins; of tools sharing an alias the first listed owns it, as in the sandbox's proxies
+  // (one the policy hides does not shadow the next).
+  const aliased = tools.filter((t) => pythonAlias(t.name) === tool);
+  const match = tools.find((t) => t.name === tool) ??
+    aliased.find((t) => policy.allowsTool(server, t.name, t.annotations).ok) ?? aliased[0];
   if (match) {
     enforce(policy.allowsTool(server, match.name, match.annotations));
     return match;

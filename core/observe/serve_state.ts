@@ -36,7 +36,11 @@ export interface ServerInfo {
   restarts: number;
   /** Where listing its tools for search stands: pending, cached, indexing, ready, failed. */
   index?: string;
-  tools: { name: string; description?: string }[];
+  /** Its first tools (at most 200), for the dashboard's list; `toolCount` counts them all. */
+  tools: { name: string; description?: string; addedAt?: string }[];
+  toolCount?: number;
+  /** Tools of its listing left out under codemode's caps (or kept with a caveat), and why. */
+  problems?: { tool: string; problem: string; leftOut: boolean }[];
 }
 
 /** The MCP client connected on one session, as it introduced itself. */

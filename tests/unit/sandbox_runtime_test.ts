@@ -397,6 +397,30 @@ Deno.test("tools import from mcp.servers.<alias>, one by one or with *", async (
   });
 });
 
+Deno.test("import * exports only importable aliases; colliding aliases go to the first tool listed, as on the host", async () => {
+  const odd = [
+    { server: "my-server", tool: "get-file", alias: "get_file", description: "first" },
+    { server: "my-server", tool: "get.file", alias: "get_file", description: "second" },
+    { server: "my-server", tool: "__init__", alias: "__init__", description: "dunder" },
+    { server: "my-server", tool: "__secret", alias: "__secret", description: "private" },
+    { server: "my-server", tool: "class", alias: "class", description: "keyword" },
+    { server: "my-server", tool: "ok", alias: "ok", description: "plain" },
+  ];
+  const answer = (rpc: RpcFrame): RpcAnswer => rpc.method === "list_tools" ? { value: odd } : echo(rpc);
+  await withPython(async (python) => {
+    const star = await python.execute(
+      "from mcp.servers.my_server import *\nimport mcp.servers.my_server as m\n(sorted(m.__all__), ok.__name__)",
+      { answer },
+    );
+    assert.equal(star.done.error, undefined, star.done.error);
+    assert.equal(star.done.value, "(['get_file', 'ok'], 'ok')");
+    const called = await python.execute("(await mcp_my_server.get_file())['tool']", { answer });
+    assert.equal(called.done.value, "'get-file'");
+    const listed = await python.execute("dir(mcp_my_server).count('get_file')", { answer });
+    assert.equal(listed.done.value, "1");
+  });
+});
+
 Deno.test("mcp.runtime helpers answer locally or through the documented rpc methods", async () => {
   await withPython(async (python) => {
     const local = await python.execute(

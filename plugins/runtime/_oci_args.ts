@@ -7,7 +7,7 @@
 import type { SandboxLimits, SandboxStartOptions } from "../../core/contracts/runtime.ts";
 import { type OciEngine, parseMemory } from "./_oci_exec.ts";
 import { mountArgs } from "./_oci_mounts.ts";
-import { GVISOR_DEFAULTS, type GvisorOptions, gvisorRunArgs } from "./gvisor.ts";
+import { GVISOR_DEFAULTS, gvisorHostPids, type GvisorOptions, gvisorRunArgs } from "./gvisor.ts";
 import type { SeccompChoice } from "./seccomp.ts";
 
 /** The label every sandbox carries, so leftovers of a crashed server can be found and reaped. */
@@ -60,6 +60,8 @@ export interface OciRunConfig {
   channel: boolean;
   /** Run under gVisor: `runtime` is runsc's absolute path (podman) or docker's name for it. */
   gvisor?: { runtime: string; platform: string };
+  /** The pids cgroup limit when it is not the sandbox's own cap (gVisor: runsc's host tasks). */
+  hostPids?: number;
 }
 
 /** Builds the `run` arguments (after the CLI prefix) for one sandbox; pure, so tests check it flag by flag. */
@@ -92,7 +94,7 @@ export function buildRunArgs(start: SandboxStartOptions, config: OciRunConfig): 
     "--memory-swap",
     limits.memory,
     "--pids-limit",
-    String(limits.pids),
+    String(config.hostPids ?? limits.pids),
   );
   if (limits.cpus !== undefined) args.push("--cpus", limits.cpus);
   args.push("--tmpfs", `/tmp:${tmpfs}`, "--tmpfs", `/workspace:${tmpfs}`);
@@ -141,7 +143,8 @@ export function runConfigFor(
     // RLIMIT_NPROC counts every process of the sandbox uid on the host (or user namespace), not per
     // container: leave headroom for other sandboxes where the pids cgroup caps each one, and make it the
     // cap itself where cgroup limits are not applied.
-    nproc: options.nproc ?? (cgroupLimits ? limits.pids * 4 : limits.pids),
+    // Under gVisor RLIMIT_NPROC is enforced by gVisor's kernel, which counts this sandbox's tasks alone.
+    nproc: options.nproc ?? (cgroupLimits && !gvisor ? limits.pids * 4 : limits.pids),
     tmpfsSize: options.tmpfsSize ?? "256m",
     dataLimit: cgroupLimits ? undefined : parseMemory(limits.memory),
     seccomp,
@@ -151,6 +154,7 @@ export function runConfigFor(
     ...(gvisor
       ? {
         gvisor: { runtime: gvisor.runtime, platform: options.gvisor?.platform ?? GVISOR_DEFAULTS.platform },
+        hostPids: gvisorHostPids(limits.pids),
       }
       : {}),
   };

@@ -85,6 +85,16 @@ export function findRunsc(
   };
 }
 
+/**
+ * The pids cgroup limit of a gVisor sandbox whose own tasks are capped at `pids`. The cgroup counts runsc's
+ * host tasks, not the sandbox's: gVisor's kernel and its Go threads (~45 at idle) and a few host tasks
+ * per sandbox process on the ptrace platform (a fork bomb held at 64 processes peaked at 459 host tasks,
+ * at 128 at 720). The sandbox's own cap is RLIMIT_NPROC, which gVisor's kernel enforces.
+ */
+export function gvisorHostPids(pids: number): number {
+  return 256 + 8 * pids;
+}
+
 /** Why `engine` cannot run gVisor sandboxes with codemode's hardening, or undefined when it can. */
 export function gvisorEngineProblem(engine: OciEngine): Problem | undefined {
   if (engine !== "nerdctl") return undefined;

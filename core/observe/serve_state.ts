@@ -6,6 +6,7 @@
  * @module
  */
 import type { MetricObjectWithValues, MetricValue } from "prom-client";
+import type { Isolation } from "../contracts/runtime.ts";
 
 /** One client session and its sandbox. */
 export interface SessionInfo {
@@ -15,6 +16,8 @@ export interface SessionInfo {
   /** The sandbox (container) name, once it started. */
   sandbox?: string;
   runtime?: string;
+  /** What isolates the sandbox from the host: container, gvisor (runsc) or wasm (Pyodide). */
+  isolation?: Isolation;
   python?: string;
   startedAt?: string;
   lastUsedAt: string;

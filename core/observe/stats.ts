@@ -7,6 +7,7 @@
  * percentiles are computed only when a snapshot is taken.
  * @module
  */
+import type { Isolation } from "../contracts/runtime.ts";
 import { CodemodeMetrics, counterValues, histogramTotals } from "./metrics.ts";
 
 /** Latency samples kept per series; percentiles cover the most recent ones. */
@@ -68,12 +69,22 @@ export interface StatsSnapshot {
     startup: SeriesSummary;
     /** Ends by reason: idle, shutdown, timeout, cancelled, crashed, channel-failure, killed. */
     exits: Record<string, number>;
+    /** The sandboxes running now, each with the isolation it runs under. */
+    running: RunningSandbox[];
   };
   /** Calls the sandbox made into the host, by method (call_tool, search_tool_docs, ...). */
   rpc: ({ method: string } & SeriesSummary)[];
   upstream: ServerStats[];
   malformedFrames: number;
   approvals: ApprovalCounts;
+}
+
+/** One running sandbox: its name, runtime and isolation (container, gvisor, wasm), since when. */
+export interface RunningSandbox {
+  name: string;
+  runtime: string;
+  isolation: Isolation;
+  startedAt: string;
 }
 
 /** The most recent durations of one series and the largest ever seen. */
@@ -119,6 +130,8 @@ export class Stats {
   #servers = new Map<string, { all: Recent; tools: Map<string, Recent> }>();
   /** Servers that started once, so a later start counts as a restart. */
   #started = new Set<string>();
+  /** The sandboxes running now, by name. */
+  #running = new Map<string, RunningSandbox>();
 
   /** Figures recorded into `metrics` (a fresh registry by default). */
   constructor(metrics = new CodemodeMetrics()) {
@@ -138,10 +151,11 @@ export class Stats {
     this.#runs.record(ms);
   }
 
-  /** A sandbox became ready (`ms` after its start) or failed to. */
-  sandboxLaunched(ms: number, ok = true): void {
+  /** A sandbox became ready (`ms` after its start) or failed to; `sandbox` says which, and how isolated. */
+  sandboxLaunched(ms: number, ok = true, sandbox?: Omit<RunningSandbox, "startedAt">): void {
     this.#changes++;
     if (!ok) return this.metrics.sandboxStartFailures.inc();
+    if (sandbox) this.#running.set(sandbox.name, { ...sandbox, startedAt: new Date().toISOString() });
     this.metrics.sandboxesStarted.inc();
     this.metrics.sandboxes.inc();
     this.metrics.sandboxStartDuration.observe(ms / 1000);
@@ -149,8 +163,9 @@ export class Stats {
   }
 
   /** A launched sandbox ended. */
-  sandboxExited(reason: string): void {
+  sandboxExited(reason: string, name?: string): void {
     this.#changes++;
+    if (name) this.#running.delete(name);
     this.metrics.sandboxExits.inc({ reason });
     this.metrics.sandboxes.dec();
   }
@@ -254,6 +269,7 @@ export class Stats {
         live: Math.max(0, live.get("") ?? 0),
         startup: this.#startup.summary(startTotals.count, 0, startTotals.sum * 1000),
         exits: Object.fromEntries([...exits].sort(([a], [b]) => a.localeCompare(b))),
+        running: [...this.#running.values()],
       },
       rpc: [...this.#rpc].map(([method, recent]) => {
         const time = rpcTime.get(method) ?? { count: 0, sum: 0 };

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { release, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { podman } from "../../plugins/runtime/podman.ts";
@@ -78,6 +78,7 @@ test("doctor proves gVisor from the host and from inside the sandbox, on podman 
 test("a stdio serve runs every feature under gVisor: prewarm, displays, artifacts, mounts, skills, tools, approvals", async () => {
   const data = mkdtempSync(join(tmpdir(), "codemode-gvisor-data-"));
   writeFileSync(join(data, "input.txt"), "from the host");
+  chmodSync(data, 0o755); // the sandbox runs as nobody
   const asking = askingClient("gvisor-tests", reply.approve());
   const served = await serve(
     {
@@ -125,7 +126,7 @@ await mcp_memory.create_entities(entities=[{"name": "gvisor", "entityType": "tes
       { timeout: 180_000 },
     );
     const content = r.content as { type: string; text?: string; mimeType?: string; uri?: string }[];
-    assert.equal(r.isError, false, JSON.stringify(content).slice(0, 2000));
+    assert.equal(r.isError, false, content.map((item) => item.text ?? `[${item.type}]`).join("\n"));
     const value = String((r.structuredContent as { value?: string }).value);
     assert.ok(!value.includes(`'${release()}'`), `the host's kernel answered: ${value}`);
     assert.match(value, /'from the host', 'PermissionError|'from the host', 'OSError/);

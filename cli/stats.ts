@@ -109,11 +109,15 @@ function uptime(ms: number): string {
   return `${Math.floor(minutes / 60)}h ${minutes % 60}m`;
 }
 
-/** How the running sandboxes are isolated, e.g. " (gvisor 2)"; older snapshots lack the list. */
+/**
+ * How the running sandboxes are isolated, e.g. " (gvisor 2)", when any is not a plain container; older
+ * snapshots lack the list.
+ */
 function isolations(s: StatsSnapshot): string {
   const counts = new Map<string, number>();
   for (const sandbox of s.sandboxes.running ?? []) {
     counts.set(sandbox.isolation, (counts.get(sandbox.isolation) ?? 0) + 1);
   }
-  return counts.size ? ` (${[...counts].map(([isolation, n]) => `${isolation} ${n}`).join(", ")})` : "";
+  if ([...counts.keys()].every((isolation) => isolation === "container")) return "";
+  return ` (${[...counts].map(([isolation, n]) => `${isolation} ${n}`).join(", ")})`;
 }

@@ -210,6 +210,13 @@ flags=(--rm --network none --read-only --tmpfs /tmp:rw,noexec,nosuid,nodev --cap
 echo "    podman: $(podman run "${flags[@]}")"
 echo "    docker: $(docker run "${flags[@]}")"
 echo "    rootless podman: $(rootless podman run "${flags[@]}" 2>/dev/null)"
+# gVisor, as CODEMODE_ISOLATION=gvisor runs it (docs/security.md#gvisor): gVisor's kernel answers. The
+# libraries need codemode's runsc profile (threads), which `codemode doctor` and the suite use.
+runsc_flags=(--runtime "$(command -v runsc)" --runtime-flag network=none
+  --runtime-flag "platform=$gvisor_platform" --runtime-flag oci-seccomp)
+gvisor_check=("${flags[@]:0:${#flags[@]}-3}" python3 -c "import platform; print('ok, kernel', platform.release())")
+echo "    podman under gVisor: $(podman run "${runsc_flags[@]}" "${gvisor_check[@]}")"
+echo "    docker under gVisor: $(docker run --runtime codemode-gvisor "${gvisor_check[@]}")"
 done_step
 
 echo "==> Setup finished in $(since "$setup_started")"

@@ -148,6 +148,10 @@ Deno.test("renderStats() shows one row per process and one per upstream tool, or
   assert.match(text, new RegExp(`│ ${process.pid} +│ 2m 5s `));
   assert.match(text, /1 live \/ 1 launched/);
   assert.match(text, /│ everything +│ get-sum +│ 1 +│ 0 +│ 0 +│ 12 ms/);
+  // Sandboxes that are not plain containers are counted by isolation.
+  stats.sandboxLaunched(300, true, { name: "g", runtime: "podman", isolation: "gvisor" });
+  stats.sandboxLaunched(300, true, { name: "c", runtime: "podman", isolation: "container" });
+  assert.match(renderStats([await stats.snapshot()]), /3 live \(gvisor 1, container 1\) \//);
 });
 
 Deno.test("approval questions are counted by how they ended, and renderStats() shows them only when there were any", async () => {

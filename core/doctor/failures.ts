@@ -67,6 +67,16 @@ export const FAILURES: readonly { pattern: RegExp; problem: (name: string, text:
     }),
   },
   {
+    pattern: /for platform "[^"]*"|\/dev\/kvm/,
+    problem: (_name, text) => ({
+      message: `runsc cannot use its platform here: "${
+        (/[^\n]*(platform|\/dev\/kvm)[^\n]*/.exec(text)?.[0] ?? "")
+          .trim().slice(0, 300)
+      }"`,
+      fix: "Set CODEMODE_GVISOR_PLATFORM=ptrace, which needs no hardware support (docs/security.md#gvisor)",
+    }),
+  },
+  {
     pattern: /image not known|no such image|unable to find image|manifest unknown|pull access denied/i,
     problem: (name) => ({
       message: "The sandbox image is missing",

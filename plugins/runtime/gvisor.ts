@@ -195,6 +195,13 @@ export function diagnoseGvisor(stderr: string, platform: string): Problem | unde
       fix: "Use rootful podman or docker for CODEMODE_ISOLATION=gvisor",
     };
   }
+  if (/timed out after/i.test(stderr)) {
+    return {
+      message:
+        `runsc did not start a sandbox in time on the "${platform}" platform (kvm hung on some machines)`,
+      fix: "Set CODEMODE_GVISOR_PLATFORM=ptrace, which needs no hardware support",
+    };
+  }
   if (/\/dev\/kvm|platform[^\n]*(kvm|not supported|unknown|invalid)|invalid platform/i.test(stderr)) {
     return {
       message: `runsc cannot use the "${platform}" platform here: "${firstLine(stderr)}"`,

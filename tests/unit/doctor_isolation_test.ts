@@ -11,6 +11,7 @@ import type {
 import type { HostFrame } from "../../core/sandbox/protocol.ts";
 import { isolationProblem, judgeIsolation, parseKernelRelease } from "../../core/doctor/isolation.ts";
 import { chooseRuntime, runDoctor } from "../../core/doctor/checks.ts";
+import { explainFailure } from "../../core/doctor/runtime.ts";
 import { renderReport } from "../../cli/doctor.ts";
 import { colors } from "../../cli/_render.ts";
 
@@ -177,4 +178,14 @@ Deno.test("doctor fails a gVisor runtime whose sandbox shows the host's kernel",
 Deno.test("chooseRuntime() under gvisor says no runtime works under gVisor and that runc is no fallback", () => {
   const { finding } = chooseRuntime("auto", [], "CODEMODE_RUNTIME", "gvisor");
   assert.match(finding!.message, /under gVisor .*will not fall back to runc/);
+});
+
+Deno.test("a runsc platform that cannot work here is explained with the platform that always does", () => {
+  const problem = explainFailure(
+    "podman",
+    'Sandbox "x" failed to start: exit code 127: Error: /usr/bin/runsc: creating container: cannot create ' +
+      'sandbox process: opening device file for platform "kvm": error opening KVM device file (/dev/kvm)',
+  );
+  assert.match(problem.message, /runsc cannot use its platform here/);
+  assert.match(problem.fix!, /CODEMODE_GVISOR_PLATFORM=ptrace/);
 });

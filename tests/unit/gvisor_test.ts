@@ -172,6 +172,15 @@ Deno.test("diagnoseGvisor() turns runsc failures into fixes, and leaves other fa
     diagnoseGvisor("Error: creating container: cannot open /dev/kvm: no such file", "kvm")!.fix!,
     /CODEMODE_GVISOR_PLATFORM=ptrace/,
   );
+  // As runsc 2022-12 says it where there is no /dev/kvm; a platform that hangs times the probe out.
+  const kvm =
+    "Error: /usr/bin/runsc: creating container: cannot create sandbox: cannot create sandbox process: " +
+    'opening device file for platform "kvm": error opening KVM device file (/dev/kvm): open /dev/kvm: no such file';
+  assert.match(diagnoseGvisor(kvm, "kvm")!.message, /cannot use the "kvm" platform/);
+  assert.match(
+    diagnoseGvisor("podman: Timed out after 30000 ms", "kvm")!.fix!,
+    /CODEMODE_GVISOR_PLATFORM=ptrace/,
+  );
   assert.match(diagnoseGvisor('Rootless mode not supported with "create"', "ptrace")!.fix!, /rootful/);
   assert.match(
     diagnoseGvisor(

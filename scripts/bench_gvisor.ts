@@ -1,6 +1,6 @@
 /**
- * Section "gvisor" (issue 26): the gVisor tier against runc, in the same run, on podman. Each figure is
- * taken for CODEMODE_ISOLATION=gvisor and for the default (runc) alternately, so load drifts hit both:
+ * Section "gvisor" (issue 26): the gVisor tier against runc, in the same run, on podman. The two tiers take
+ * turns sample by sample (CODEMODE_ISOLATION=gvisor, and the default: runc), so load drifts hit both:
  * a hardened bare `podman run --rm … python3 -c pass`, the cold first answer of a fresh `serve` (spawn to
  * the answer of `1+1`, detection cached), warm `print(1)` p50/p95, 100 proxied tool calls under
  * `asyncio.gather`, and a pandas group-by over 1M rows. Ratios are gVisor / runc.
@@ -75,9 +75,24 @@ async function bareRun(tier: Tier, i: number, runsc: string): Promise<number> {
   return performance.now() - start;
 }
 
-/** Milliseconds of each of `n` runs of `code` after `warmup` ones. */
-function runTimes(s: Served, code: string, n: number, warmup: number): Promise<number[]> {
-  return timeEach(n, warmup, () => s.run(code));
+/**
+ * Milliseconds of each of `n` runs of `code` in each tier's serve after `warmup` ones, the tiers taking
+ * turns run by run, so load that comes and goes weighs on both alike.
+ */
+async function runTimes(
+  served: Record<Tier, Served>,
+  code: string,
+  n: number,
+  warmup: number,
+): Promise<Record<Tier, number[]>> {
+  const times: Record<Tier, number[]> = { runc: [], gvisor: [] };
+  for (let i = 0; i < warmup + n; i++) {
+    for (const tier of ["runc", "gvisor"] as const) {
+      const [ms] = await timeEach(1, 0, () => served[tier].run(code));
+      if (i >= warmup) times[tier].push(ms);
+    }
+  }
+  return times;
 }
 
 const both = async <T>(fn: (tier: Tier) => Promise<T>): Promise<Record<Tier, T>> => {
@@ -152,7 +167,7 @@ export async function benchGvisor(): Promise<SectionResult> {
       return s;
     });
     try {
-      const warm = await both((tier) => runTimes(served[tier], "print(1)", counts.warm, counts.warmup));
+      const warm = await runTimes(served, "print(1)", counts.warm, counts.warmup);
       add(
         `warm \`print(1)\`, p50 of ${counts.warm}`,
         "ms",
@@ -165,7 +180,7 @@ export async function benchGvisor(): Promise<SectionResult> {
         { runc: percentile(warm.runc, 0.95), gvisor: percentile(warm.gvisor, 0.95) },
         "the same",
       );
-      const gathered = await both((tier) => runTimes(served[tier], GATHER, counts.gathered, 2));
+      const gathered = await runTimes(served, GATHER, counts.gathered, 2);
       add(
         `100 proxied \`echo\` calls under \`asyncio.gather\`, one run, median of ${counts.gathered}`,
         "ms",
@@ -173,7 +188,7 @@ export async function benchGvisor(): Promise<SectionResult> {
         "the same",
       );
       await both((tier) => served[tier].run(PANDAS_SETUP));
-      const pandas = await both((tier) => runTimes(served[tier], PANDAS, counts.pandas, 1));
+      const pandas = await runTimes(served, PANDAS, counts.pandas, 1);
       add(
         `pandas group-by (sum, mean, count) over 1M rows, one run, median of ${counts.pandas}`,
         "ms",

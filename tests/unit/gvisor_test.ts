@@ -20,8 +20,11 @@ import {
   gvisorEvidence,
   gvisorHostPids,
   gvisorRunArgs,
+  gvisorRuntimeFor,
+  resolveGvisor,
   runscFlags,
 } from "../../plugins/runtime/gvisor.ts";
+import { ProblemError } from "../../plugins/runtime/_oci_exec.ts";
 import { docker } from "../../plugins/runtime/docker.ts";
 import { nerdctl } from "../../plugins/runtime/nerdctl.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
@@ -310,4 +313,40 @@ Deno.test("the runsc profile is codemode's with clone3 allowed and gVisor's name
   assert.match(path!, /seccomp-gvisor-[0-9a-f]{16}\.json$/);
   assert.equal(readFileSync(path!, "utf8"), GVISOR_SECCOMP_PROFILE);
   assert.notEqual(await seccompProfilePath("codemode", dir), path);
+});
+
+Deno.test("gvisorRuntimeFor() gives each engine its runtime, or throws the finding that stops the start", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cm-runsc-"));
+  const runsc = join(dir, "runsc");
+  writeFileSync(runsc, "#!/bin/sh\n");
+  chmodSync(runsc, 0o755);
+  const gvisor = resolveGvisor({ runsc });
+  const limits = { cgroupLimits: true };
+  assert.deepEqual(gvisorRuntimeFor("podman", gvisor, limits, false), { runtime: runsc, channel: false });
+  assert.deepEqual(gvisorRuntimeFor("podman", gvisor, limits, true), { runtime: runsc, channel: true });
+  const flags = ["--network=none", "--platform=ptrace", "--oci-seccomp"];
+  const registered = {
+    cgroupLimits: true,
+    runtimes: { "codemode-gvisor": { path: runsc, runtimeArgs: flags } },
+  };
+  assert.deepEqual(gvisorRuntimeFor("docker", gvisor, registered, true), {
+    runtime: "codemode-gvisor",
+    channel: false,
+  });
+  const unregistered = { cgroupLimits: true, runtimes: { runc: { path: "runc" } } };
+  assert.throws(
+    () => gvisorRuntimeFor("docker", gvisor, unregistered, false),
+    /no OCI runtime "codemode-gvisor"/,
+  );
+  assert.throws(() => gvisorRuntimeFor("nerdctl", gvisor, limits, false), /nerdctl cannot run sandboxes/);
+  // Rootless on cgroup v1: runsc would skip the cgroups and nothing would cap memory.
+  assert.throws(
+    () => gvisorRuntimeFor("podman", gvisor, { cgroupLimits: false }, false),
+    (error: Error) =>
+      error instanceof ProblemError && /cannot cap a gVisor sandbox's memory/.test(error.message),
+  );
+  assert.throws(
+    () => gvisorRuntimeFor("podman", resolveGvisor({ runsc: join(dir, "gone") }), limits, false),
+    /not an executable file/,
+  );
 });

@@ -1,8 +1,9 @@
 /**
  * gVisor for the OCI runtimes (`CODEMODE_ISOLATION=gvisor`): finding runsc, the flags it runs with, docker's
- * registration of it, what its failures mean, and what the host sees of a sandbox under it. Pure functions
- * but {@link findRunsc}, so tests check them argument by argument; docs/security.md#gvisor says why each
- * flag is there, as measured.
+ * registration of it, what its failures mean, and what the host sees of a sandbox under it. Pure functions,
+ * so tests check them argument by argument, but for the three that look at the machine ({@link findRunsc},
+ * {@link gvisorRuntimeFor}, {@link runscPassesFds}); docs/security.md#gvisor says why each flag is there,
+ * as measured.
  * @module
  */
 
@@ -10,7 +11,7 @@ import { realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import process from "node:process";
 import type { IsolationEvidence, Problem } from "../../core/contracts/runtime.ts";
-import { isExecutable, whichSync } from "./_executable.ts";
+import { whichSync } from "./_executable.ts";
 import {
   type DockerRuntimeEntry,
   engineEnv,
@@ -30,7 +31,8 @@ export interface GvisorOptions {
   dockerRuntime?: string;
 }
 
-/** Defaults: ptrace is the platform that works here (kvm hung, systrap is newer than Debian's runsc). */
+/** Defaults: ptrace works on every machine (kvm needs /dev/kvm and hung where it was there; systrap is
+ * newer than Debian 12's runsc). */
 export const GVISOR_DEFAULTS = {
   runsc: "runsc",
   platform: "ptrace",
@@ -72,7 +74,7 @@ export function findRunsc(
   runsc: string = GVISOR_DEFAULTS.runsc,
   path = process.env.PATH ?? "",
 ): { path: string; problem?: undefined } | { path?: undefined; problem: Problem } {
-  const found = runsc.includes("/") ? (isExecutable(runsc) ? runsc : undefined) : whichSync(runsc, path);
+  const found = whichSync(runsc, path);
   // Absolute: engine CLIs run with cwd "/".
   if (found) return { path: resolve(found) };
   return {
@@ -120,7 +122,7 @@ export function gvisorRunArgs(engine: OciEngine, runtime: string, platform: stri
 
 /**
  * What is wrong with docker's registration of runsc under `name`, or undefined when it runs `runsc` with
- * exactly the flags codemode needs. `resolve` maps a path to the file it names (symlinks followed).
+ * the flags codemode needs and no other network or platform. `resolve` maps a path to the file it names (symlinks followed).
  */
 export function dockerRuntimeProblem(
   runtimes: Record<string, DockerRuntimeEntry> | undefined,
@@ -146,11 +148,15 @@ export function dockerRuntimeProblem(
   }
   const args = registered.runtimeArgs ?? [];
   const missing = wanted.filter((flag) => !args.includes(flag));
-  if (missing.length) {
+  // Another network or platform given as well would leave runsc to pick one of them.
+  const conflicting = args.filter((arg) => /^--(network|platform)=/.test(arg) && !wanted.includes(arg));
+  if (missing.length || conflicting.length) {
+    const wrong = [
+      ...missing.map((flag) => `lacks ${flag}`),
+      ...conflicting.map((flag) => `also has ${flag}`),
+    ];
     return {
-      message: `docker's runtime "${name}" lacks the runsc flags ${missing.join(" ")} (it has "${
-        args.join(" ")
-      }")`,
+      message: `docker's runtime "${name}" ${wrong.join(", ")} (its runsc flags: "${args.join(" ")}")`,
       fix,
     };
   }

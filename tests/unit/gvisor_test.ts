@@ -152,11 +152,16 @@ Deno.test("dockerRuntimeProblem() accepts only runsc itself with codemode's flag
   const bare = { "codemode-gvisor": { path: "/usr/bin/runsc", runtimeArgs: ["--network=none"] } };
   assert.match(
     dockerRuntimeProblem(bare, "codemode-gvisor", "/usr/bin/runsc", "ptrace")!.message,
-    /lacks the runsc flags --platform=ptrace --oci-seccomp/,
+    /lacks --platform=ptrace, lacks --oci-seccomp/,
   );
   assert.match(
     dockerRuntimeProblem(ok, "codemode-gvisor", "/usr/bin/runsc", "kvm")!.message,
-    /--platform=kvm/,
+    /lacks --platform=kvm, also has --platform=ptrace/,
+  );
+  const both = { "codemode-gvisor": { path: "/usr/bin/runsc", runtimeArgs: [...flags, "--network=host"] } };
+  assert.match(
+    dockerRuntimeProblem(both, "codemode-gvisor", "/usr/bin/runsc", "ptrace")!.message,
+    /also has --network=host/,
   );
   // A symlink to runsc is runsc.
   const dir = mkdtempSync(join(tmpdir(), "cm-runsc-"));

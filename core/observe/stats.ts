@@ -3,7 +3,8 @@
  * reason, calls into the host by method, and calls to each upstream server and tool. Counts and sums
  * live in prom-client metrics (`metrics.ts`), which `/metrics` exposes as they are; what Prometheus has
  * no place for (percentiles and the maximum of recent calls) is kept here, in one preallocated ring per
- * series. Recording is cheap (a few additions per call) because it sits on the proxied-call path;
+ * series, and so is the list of running sandboxes with their isolation (at most one per live session).
+ * Recording is cheap (a few additions per call) because it sits on the proxied-call path;
  * percentiles are computed only when a snapshot is taken.
  * @module
  */

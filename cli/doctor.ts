@@ -84,19 +84,34 @@ export function renderReport(report: DoctorReport, c: Colors): string {
   section(
     `Runtimes${report.runtime ? ` (using ${report.runtime})` : ""}`,
     table(
-      ["", "runtime", "version", "mode", "image", "sandbox", "seccomp"],
+      ["", "runtime", "version", "mode", "image", "sandbox", "seccomp", "isolation"],
       report.runtimes.map((r) => [
         mark(r.status, c),
         r.name,
-        r.version ?? (r.installed ? "?" : "not installed"),
+        r.version ?? (r.notUsed ? "not used" : r.installed ? "?" : "not installed"),
         r.rootless === undefined ? "" : r.rootless ? "rootless" : "rootful",
         r.image ? `${r.image.ref}${r.image.present ? "" : " (missing)"}` : "",
         sandboxCell(r),
         seccompCell(r),
+        isolationCell(r),
       ]),
       c,
     ) + (report.runtimeReason ? `\n${c.dim(`Why ${report.runtime}: ${report.runtimeReason}`)}` : ""),
   );
+
+  // The isolation in force, and the facts that prove it (docs/security.md#gvisor).
+  const proof = report.isolation.proof;
+  out.push(
+    `${c.bold("Isolation")}  ${
+      proof ? mark(proof.proven ? "ok" : "fail", c) : mark(report.runtime ? "ok" : "fail", c)
+    } ${report.isolation.setting === "gvisor" ? "gVisor (CODEMODE_ISOLATION=gvisor)" : "container"}${
+      proof ? ` in ${report.runtime}: ${proof.expected}${proof.proven ? ", proven" : ", NOT proven"}` : ""
+    }`,
+  );
+  for (const fact of proof?.facts ?? []) {
+    out.push(`  ${fact.startsWith("NOT: ") ? c.red(fact) : c.dim(fact)}`);
+  }
+  out.push("");
 
   // The libraries of the image each working sandbox runs: what data work the sandbox can do.
   const withLibraries = report.runtimes.filter((r) => r.sandbox?.libraries);
@@ -266,6 +281,12 @@ function renderSkills(report: DoctorReport, c: Colors): string {
   ];
   if (s.mode === "ro") lines.push(c.dim("Read-only: skills load, but sandbox code cannot save them"));
   return lines.join("\n");
+}
+
+function isolationCell(r: RuntimeCheck): string {
+  if (!r.isolation) return "";
+  return r.isolation.expected +
+    (r.isolation.expected === "gvisor" && !r.isolation.proven ? " (not proven)" : "");
 }
 
 function seccompCell(r: RuntimeCheck): string {

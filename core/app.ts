@@ -193,7 +193,12 @@ export class Codemode {
    * they still hold.
    */
   runtime(): Promise<RuntimePlugin> {
-    this.#choice ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes(), this.detections);
+    this.#choice ??= selectRuntime(
+      this.settings.runtime,
+      this.#options.plugins.runtimes(),
+      this.detections,
+      this.settings.isolation,
+    );
     this.#choice.catch(() => (this.#choice = undefined));
     return this.#choice.then((choice) => {
       this.#runtimeInUse = choice.runtime.name;

@@ -3,7 +3,7 @@
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
  *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|
- *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard|registry|hostile] [--json]
+ *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard|registry|hostile|gvisor] [--json]
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -28,6 +28,7 @@ import { benchFirstAnswer } from "./bench_first_answer.ts";
 import { benchDashboard } from "./bench_dashboard.ts";
 import { benchRegistry } from "./bench_registry.ts";
 import { benchHostile } from "./bench_hostile.ts";
+import { benchGvisor } from "./bench_gvisor.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -49,6 +50,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   dashboard: benchDashboard,
   registry: benchRegistry,
   hostile: benchHostile,
+  gvisor: benchGvisor,
 };
 
 /** Sections that run only when asked for with --only: building two images from scratch takes many minutes. */

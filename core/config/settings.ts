@@ -131,6 +131,36 @@ const SPEC = {
     doc: "Seccomp profile of container sandboxes: codemode (built in, see docs/security.md), engine (the " +
       "engine's default) or the path of a JSON profile",
   },
+  // The gVisor tier (docs/security.md#gvisor).
+  isolation: {
+    env: "CODEMODE_ISOLATION",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["container", "gvisor"])),
+    fallback: "container",
+    doc:
+      "container: sandboxes share the host kernel (runc), behind codemode's seccomp profile; gvisor: every " +
+      "sandbox runs under gVisor's user-space kernel (runsc), never falling back to runc or Pyodide",
+  },
+  gvisorPlatform: {
+    env: "CODEMODE_GVISOR_PLATFORM",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().regex(
+      /^[a-z][a-z0-9_-]*$/,
+      "expected a runsc platform such as ptrace",
+    ),
+    fallback: "ptrace",
+    doc:
+      "How runsc intercepts system calls under CODEMODE_ISOLATION=gvisor: ptrace works everywhere; systrap " +
+      "(newer runsc) or kvm (needs /dev/kvm) are faster where they work",
+  },
+  runsc: {
+    env: "CODEMODE_RUNSC",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc: "The runsc binary for CODEMODE_ISOLATION=gvisor (default: runsc on PATH); passed to the engine by " +
+      "its absolute path",
+  },
   idleTimeout: {
     env: "CODEMODE_IDLE_TIMEOUT",
     aliases: ["MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "MCP_BRIDGE_IDLE_TIMEOUT"],
@@ -499,6 +529,19 @@ export function resolveSettings(
     out.maxTimeout = fallbackOf(SPEC.maxTimeout);
     delete sources.timeout;
     delete sources.maxTimeout;
+  }
+  if (out.isolation === "gvisor" && out.runtime === "pyodide") {
+    // Pyodide is not a container: gVisor cannot run it. The runtime falls back, never the isolation.
+    const where = (key: SettingKey) => sources[key] ?? SPEC[key].env;
+    problems.push({
+      key: "runtime",
+      source: where("runtime"),
+      message: `Invalid ${where("runtime")}: the pyodide runtime cannot run under gVisor (${
+        where("isolation")
+      }=gvisor); choose podman or docker, or auto`,
+    });
+    out.runtime = fallbackOf(SPEC.runtime);
+    delete sources.runtime;
   }
   out.stateDir ??= env.XDG_STATE_HOME
     ? join(env.XDG_STATE_HOME, "codemode")

@@ -7,7 +7,12 @@
 import { access, constants, mkdtemp, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Diagnostic, Provenance, ServerSpec } from "../contracts/discovery.ts";
-import type { Problem, RuntimePlugin } from "../contracts/runtime.ts";
+import {
+  type IsolationSetting,
+  type Problem,
+  type RuntimePlugin,
+  servesIsolation,
+} from "../contracts/runtime.ts";
 import type { SettingKey } from "../config/settings.ts";
 import type { ConfigFile, ConfigFileError } from "../config/file.ts";
 import {
@@ -19,6 +24,7 @@ import {
   type SettingCheck,
 } from "./config.ts";
 import { checkRuntime, type RuntimeCheck, type RuntimeCheckOptions } from "./runtime.ts";
+import type { IsolationCheck } from "./isolation.ts";
 import type { CheckStatus, Finding } from "./finding.ts";
 import { skillFindings, type SkillsCheck } from "./skills.ts";
 import { checkMounts, type MountCheck, mountFindings } from "./mounts.ts";
@@ -27,6 +33,7 @@ import type { AuthState } from "../auth/server_auth.ts";
 
 export type { CheckStatus, Finding } from "./finding.ts";
 export type { RuntimeCheck, SandboxProbe } from "./runtime.ts";
+export type { IsolationCheck } from "./isolation.ts";
 export type { MountCheck } from "./mounts.ts";
 export { checkSkills, type SkillsCheck } from "./skills.ts";
 export {
@@ -95,6 +102,8 @@ export interface DoctorReport {
   runtime?: string;
   /** Why that one: the setting that names it, or what `auto` skipped on the way to it. */
   runtimeReason?: string;
+  /** CODEMODE_ISOLATION, and what the probe sandbox of the runtime in use proved about it. */
+  isolation: { setting: IsolationSetting; proof?: IsolationCheck };
   runtimes: RuntimeCheck[];
   stateDir: StateDirCheck;
   /** codemode's own config file (settings and policy). */
@@ -334,8 +343,13 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     maxOutput: settings.maxOutput,
     ...input.sandbox,
   };
+  const isolation = settings.isolation;
   const [runtimes, stateDir, servers] = await Promise.all([
-    Promise.all(input.runtimes.map((r) => checkRuntime(r, runtimeOptions))),
+    Promise.all(
+      input.runtimes.map((r) =>
+        servesIsolation(r, isolation) ? checkRuntime(r, runtimeOptions) : notUsed(r, isolation)
+      ),
+    ),
     checkStateDir(settings.stateDir),
     checkServers(input.discovery, input.listTools, input.serverTimeoutMs, refused, input.authOf),
   ]);
@@ -343,7 +357,9 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     settings.runtime,
     runtimes,
     settings.sources?.runtime ?? envOf("runtime"),
+    isolation,
   );
+  const proof = runtimes.find((r) => r.name === runtime)?.isolation;
   const configs = checkConfigs(input.discovery);
   const mounts = checkMounts(settings.mounts ?? [], input.runtimes.find((r) => r.name === runtime));
   const findings: Finding[] = [
@@ -385,6 +401,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     ok: !findings.some((f) => f.status === "fail"),
     ...(runtime ? { runtime } : {}),
     ...(reason ? { runtimeReason: reason } : {}),
+    isolation: { setting: isolation, ...(proof ? { proof } : {}) },
     runtimes,
     stateDir,
     configFile,
@@ -407,6 +424,7 @@ export function chooseRuntime(
   setting: string,
   runtimes: RuntimeCheck[],
   source = "CODEMODE_RUNTIME",
+  isolation: IsolationSetting = "container",
 ): { runtime?: string; reason?: string; finding?: Finding } {
   const works = (r: RuntimeCheck) => r.status === "ok" || r.status === "warn";
   const usable = runtimes.filter(works);
@@ -435,7 +453,10 @@ export function chooseRuntime(
       finding: {
         status: "fail",
         subject: "runtime",
-        message: "No sandbox runtime works here",
+        message: isolation === "gvisor"
+          ? "No sandbox runtime works here under gVisor (CODEMODE_ISOLATION=gvisor); codemode will not fall " +
+            "back to runc"
+          : "No sandbox runtime works here",
         fix: runtimes.some((r) => r.installed)
           ? "Fix one of the runtimes below"
           : "Install podman (apt-get install podman runc) and build the image: codemode image build",
@@ -453,6 +474,21 @@ export function chooseRuntime(
   return {
     runtime: chosen.name,
     reason: skipped.length ? `${order}: ${skipped.map(why).join("; ")}` : `${order}, and it is the first`,
+  };
+}
+
+/** A runtime the isolation setting rules out: reported, never started. */
+function notUsed(plugin: RuntimePlugin, isolation: IsolationSetting): RuntimeCheck {
+  return {
+    name: plugin.name,
+    status: "info",
+    installed: false,
+    notUsed: true,
+    problems: [{
+      message: isolation === "gvisor"
+        ? `Not used: CODEMODE_ISOLATION=gvisor runs every sandbox under gVisor, which ${plugin.name} cannot`
+        : `Not used: its sandboxes run under gVisor, and CODEMODE_ISOLATION=${isolation}`,
+    }],
   };
 }
 

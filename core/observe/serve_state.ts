@@ -11,6 +11,7 @@ import type { MetricObjectWithValues, MetricValue } from "prom-client";
 import { processAlive } from "../process_alive.ts";
 import { activityDir, activityFiles } from "./activity_file.ts";
 import { readPrivateFile } from "./private_files.ts";
+import type { Isolation } from "../contracts/runtime.ts";
 
 /** One client session and its sandbox. */
 export interface SessionInfo {
@@ -20,6 +21,8 @@ export interface SessionInfo {
   /** The sandbox (container) name, once it started. */
   sandbox?: string;
   runtime?: string;
+  /** What isolates the sandbox from the host: container, gvisor (runsc) or wasm (Pyodide). */
+  isolation?: Isolation;
   python?: string;
   startedAt?: string;
   lastUsedAt: string;

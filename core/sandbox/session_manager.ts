@@ -170,6 +170,7 @@ export class SessionManager {
         ? {
           sandbox: entry.ready.name,
           runtime: entry.ready.runtime,
+          isolation: entry.ready.isolation,
           python: entry.ready.python,
           startedAt: entry.ready.startedAt?.toISOString(),
         }

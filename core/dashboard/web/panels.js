@@ -64,6 +64,7 @@ export function SessionsPanel({ serves }) {
                 <th>state</th>
                 <th>sandbox</th>
                 <th>runtime</th>
+                <th>isolation</th>
                 <th>python</th>
                 <th>runs</th>
                 <th>last used</th>
@@ -79,6 +80,7 @@ export function SessionsPanel({ serves }) {
                   </td>
                   <td class="mono">${x.sandbox ?? "-"}</td>
                   <td>${x.runtime ?? "-"}</td>
+                  <td>${x.isolation ?? "-"}</td>
                   <td>${x.python ?? "-"}</td>
                   <td>${x.runs}</td>
                   <td>${ago(x.lastUsedAt)}</td>

@@ -30,7 +30,7 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
   };
   const logins = await probeRemote(
     discovery.servers.filter((s) => !refusal(s.name)),
-    config.settings.stateDir,
+    new OAuthClients(config.settings.stateDir, config.settings.oauthDir),
   );
   const rows = discovery.servers.map((s) => ({
     name: s.name,
@@ -96,8 +96,7 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
 }
 
 /** The login state of every remote server, each found out with one request, all at once. */
-async function probeRemote(servers: ServerSpec[], stateDir: string): Promise<Map<string, AuthProbe>> {
-  const oauth = new OAuthClients(stateDir);
+async function probeRemote(servers: ServerSpec[], oauth: OAuthClients): Promise<Map<string, AuthProbe>> {
   const remote = servers.filter((s) => s.transport !== "stdio" && s.url);
   const found = await Promise.all(
     remote.map(async (s) => [s.name, await probeAuth(s, oauth.forServer(s))] as const),

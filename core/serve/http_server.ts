@@ -1,13 +1,14 @@
 /**
- * MCP over Streamable HTTP: one `node:http` server, one MCP session per client (its `Mcp-Session-Id`),
- * each with its own MCP server and so its own sandbox. A session ends when its client sends DELETE, when
- * it has had no open request for the idle timeout, or when the server closes. Every request passes the
- * guard (Host, Origin, token) and the body cap before it is parsed.
+ * MCP over Streamable HTTP: one `node:http` server, one MCP session per client (its `Mcp-Session-Id`,
+ * minted with this node's id so a balancer can route by it), each with its own MCP server and so its own
+ * sandbox. A session ends when its client sends DELETE, when it has had no open request for the idle
+ * timeout, or when the server closes. Every request passes the guard (Host, Origin, token) and the body
+ * cap before it is parsed. `/readyz` says whether the node takes new sessions; a draining node refuses
+ * them (503) and keeps serving its live ones.
  * @module
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { randomUUID } from "node:crypto";
 import {
   DEFAULT_MAX_REQUEST_BODY_SIZE,
   isInitializeRequest,
@@ -18,6 +19,8 @@ import { allowedHostsFor, guardRequest } from "./http_guard.ts";
 import { readBody, sendError, sendResponse, toWebRequest } from "./node_http_bridge.ts";
 import { log } from "../observe/log.ts";
 import { ARTIFACTS_PATH, serveArtifact, type StoreLookup } from "./artifact_http.ts";
+import { mintSessionId, nodeOfSession } from "./node_id.ts";
+import { quiet, Readiness, READY_PATH } from "./readiness.ts";
 
 /** The path MCP is served on. */
 export const MCP_PATH = "/mcp";
@@ -30,6 +33,14 @@ export interface HttpServerOptions {
   port: number;
   /** When set, every request must carry `Authorization: Bearer <token>`. */
   token?: string;
+  /** This node's id (node_id.ts): the prefix of every session id it mints. */
+  node: string;
+  /** Host names a balancer forwards requests under, beside the bound address (`--allowed-hosts`). */
+  allowedHosts?: readonly string[];
+  /** Whether a new session could get a sandbox now; `/readyz` answers 503 "full" when not. */
+  room?(): boolean;
+  /** Runs executing in sandboxes now: a drain waits for them as well as for open requests. */
+  running?(): number;
   /** Largest request body in bytes (default 4 MiB); larger ones get 413. */
   maxBodyBytes?: number;
   /** Seconds a session may go without an open request before it is ended. */
@@ -58,10 +69,18 @@ export class McpHttpServer {
   #sessions = new Map<string, Session>();
   #allowedHosts: string[] | undefined;
   #closing = false;
+  #readiness: Readiness;
+  /** POST requests being answered now (a run's request stays open until its result is sent). */
+  #inFlight = 0;
 
   private constructor(options: HttpServerOptions) {
     this.#options = options;
-    this.#allowedHosts = allowedHostsFor(options.host);
+    this.#allowedHosts = allowedHostsFor(options.host, options.allowedHosts);
+    this.#readiness = new Readiness({
+      node: options.node,
+      sessions: () => this.#sessions.size,
+      room: () => options.room?.() ?? true,
+    });
     this.#http = createServer((req, res) => {
       this.#handle(req, res).catch((error) => {
         log.error("HTTP request failed", { error: String(error) });
@@ -102,6 +121,25 @@ export class McpHttpServer {
     return this.#sessions.size;
   }
 
+  /** Whether the node drains. */
+  get draining(): boolean {
+    return this.#readiness.draining;
+  }
+
+  /**
+   * Starts draining: `initialize` gets 503 with Retry-After (a balancer retries it on another node) and
+   * `/readyz` 503, while the live sessions are still served. Ends nothing by itself: see `quiet()`.
+   */
+  drain(): void {
+    if (!this.#readiness.draining) log.info("draining: no new sessions", { sessions: this.#sessions.size });
+    this.#readiness.drain();
+  }
+
+  /** Resolves once no request is being answered and no run executes, or after `timeoutMs`. */
+  quiet(timeoutMs: number): Promise<"quiet" | "timeout"> {
+    return quiet(() => this.#inFlight + (this.#options.running?.() ?? 0), timeoutMs);
+  }
+
   /** Stops accepting requests and ends every session (each frees its sandbox). */
   async close(): Promise<void> {
     this.#closing = true;
@@ -114,19 +152,13 @@ export class McpHttpServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://localhost");
+    if (url.pathname === READY_PATH) return this.#ready(req, res);
     const artifact = url.pathname.startsWith(ARTIFACTS_PATH);
     if (url.pathname !== MCP_PATH && !artifact) {
       if (this.#options.routes) return await this.#options.routes(req, res);
       return sendError(res, 404, `Not found: MCP is served at ${MCP_PATH}`);
     }
-    const refusal = guardRequest(
-      { host: req.headers.host, origin: req.headers.origin, authorization: req.headers.authorization },
-      { allowedHosts: this.#allowedHosts, token: this.#options.token },
-    );
-    if (refusal) {
-      log.warn("refused HTTP request", { status: refusal.status, reason: refusal.message });
-      return sendError(res, refusal.status, refusal.message, refusal.headers);
-    }
+    if (this.#refused(req, res, this.#options.token)) return;
     if (artifact) {
       const lookup = (id: string) => this.#sessions.has(id) ? this.#options.artifacts?.(id) : undefined;
       return await serveArtifact(req, res, url.pathname, lookup);
@@ -156,8 +188,17 @@ export class McpHttpServer {
     let session: Session | undefined;
     if (typeof id === "string") {
       session = this.#sessions.get(id);
-      if (!session) return sendError(res, 404, `Session "${id}" not found: initialize a new one`, {}, -32001);
+      if (!session) return sendError(res, 404, this.#notFound(id), {}, -32001);
     } else if (req.method === "POST" && isInitializeRequest(parsedBody)) {
+      if (this.#readiness.draining) {
+        return sendError(
+          res,
+          503,
+          `Node "${this.#options.node}" is draining and takes no new session: retry, and a balancer sends ` +
+            "it to another node",
+          { "retry-after": "1" },
+        );
+      }
       session = await this.#create();
     } else {
       return sendError(res, 400, "Bad request: send Mcp-Session-Id, or an initialize request to start");
@@ -165,10 +206,13 @@ export class McpHttpServer {
 
     session.open++;
     if (session.idle) clearTimeout(session.idle);
+    const counted = req.method === "POST";
+    if (counted) this.#inFlight++;
     try {
       const response = await session.transport.handleRequest(toWebRequest(req, url), { parsedBody });
       await sendResponse(res, response);
     } finally {
+      if (counted) this.#inFlight--;
       session.open--;
       const sid = session.transport.sessionId;
       if (!sid) await this.#discard(session); // the initialize request was refused: no session began
@@ -176,8 +220,41 @@ export class McpHttpServer {
     }
   }
 
+  /** Refuses (and answers) a request the guard turns away; `token` undefined skips the token check. */
+  #refused(req: IncomingMessage, res: ServerResponse, token: string | undefined): boolean {
+    const refusal = guardRequest(
+      { host: req.headers.host, origin: req.headers.origin, authorization: req.headers.authorization },
+      { allowedHosts: this.#allowedHosts, token },
+    );
+    if (!refusal) return false;
+    log.warn("refused HTTP request", { status: refusal.status, reason: refusal.message });
+    sendError(res, refusal.status, refusal.message, refusal.headers);
+    return true;
+  }
+
+  /** `/readyz`: for probes, so without the token (they cannot send one); Host and Origin still checked. */
+  #ready(req: IncomingMessage, res: ServerResponse): void {
+    if (this.#refused(req, res, undefined)) return;
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return sendError(res, 405, `Method "${req.method}" not allowed: use GET`, { allow: "GET, HEAD" });
+    }
+    const { status, body } = this.#readiness.check();
+    res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
+    res.end(req.method === "HEAD" ? undefined : JSON.stringify(body));
+  }
+
+  /** Why a session id names no live session here, and what the client should do. */
+  #notFound(id: string): string {
+    const shown = id.length > 200 ? `${id.slice(0, 200)}...` : id;
+    const owner = nodeOfSession(id);
+    const where = owner && owner !== this.#options.node
+      ? ` on this node ("${this.#options.node}"); it names node "${owner}", which may have stopped`
+      : "";
+    return `Session "${shown}" not found${where}: start a new session with initialize`;
+  }
+
   async #create(): Promise<Session> {
-    const id = randomUUID();
+    const id = mintSessionId(this.#options.node);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
       onsessioninitialized: () => {

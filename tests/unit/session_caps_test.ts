@@ -222,3 +222,25 @@ Deno.test("past maxSessions with every session busy, the new session's run is re
     await sessions.closeAll();
   }
 });
+
+Deno.test("hasRoom() and running say whether a new session fits and how many runs are in flight", async () => {
+  const runtime = fakeRuntime();
+  const sessions = manager(runtime, { maxSessions: 2 });
+  try {
+    assert.equal(sessions.hasRoom(), true, "no session yet");
+    await sessions.run("a", "sleep 1", { timeout: 30 });
+    const slow = [
+      sessions.run("a", "sleep 300", { timeout: 30 }),
+      sessions.run("b", "sleep 300", { timeout: 30 }),
+    ];
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(sessions.running, 2);
+    assert.equal(sessions.hasRoom(), false, "both sessions at the cap run code: none can make way");
+    await Promise.all(slow);
+    assert.equal(sessions.running, 0);
+    assert.equal(sessions.hasRoom(), true, "at the cap, an idle session would make way");
+  } finally {
+    await sessions.closeAll();
+  }
+  assert.equal(sessions.hasRoom(), false, "a closed manager takes no session");
+});

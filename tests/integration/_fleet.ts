@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { type Host, type Hosts, makeHosts } from "./_netns.ts";
-import { type HttpServe, startHttpServe } from "./_serve_http.ts";
+import { eventually, type HttpServe, startHttpServe } from "./_serve_http.ts";
 import { ROOT } from "./_serve.ts";
 
 /** The bearer token every node requires (they listen on non-loopback addresses). */
@@ -101,7 +101,7 @@ export class Fleet {
     const fleet = new Fleet(ids, env);
     try {
       await Promise.all(ids.map((id) => fleet.startNode(id)));
-      await Promise.all(ids.map((id) => fleet.#warmUp(id)));
+      await Promise.all(ids.map((id) => fleet.#runtimeChosen(id)));
       for (const kind of balancers) await fleet.#startBalancer(kind);
       return fleet;
     } catch (error) {
@@ -137,10 +137,16 @@ export class Fleet {
   }
 
   /**
-   * One run on node `id`, straight to it: its runtime is chosen and its image read before the tests
-   * measure anything. On a loaded machine the runtime's detection can time out; the next run tries again.
+   * Waits until node `id` has chosen its runtime (it starts detecting at once; /healthz names it). On a
+   * loaded machine the detection can time out; a run makes the node detect again.
    */
-  async #warmUp(id: string): Promise<void> {
+  async #runtimeChosen(id: string): Promise<void> {
+    const health = new URL("/healthz", this.node(id).serve!.url);
+    const chosen = async () => {
+      const body = await fetch(health).then((r) => r.json(), () => ({}));
+      return body.runtime === "podman";
+    };
+    if (await eventually(chosen, 30_000)) return;
     const client = await connectFleet(this.node(id).serve!.url);
     try {
       for (let attempt = 1;; attempt++) {
@@ -148,8 +154,10 @@ export class Fleet {
           await client.run("1");
           return;
         } catch (error) {
-          if (attempt === 3) {
-            throw new Error(`node ${id} cannot run code: ${error}\n${this.node(id).serve!.stderr().slice(-3000)}`);
+          if (attempt === 5) {
+            throw new Error(
+              `node ${id} cannot run code: ${error}\n${this.node(id).serve!.stderr().slice(-3000)}`,
+            );
           }
         }
       }
@@ -284,25 +292,27 @@ export function containersOf(pid: number): Promise<string[]> {
   });
 }
 
-/** The owner pid and session of the sandbox container whose session label is `session`. */
-export function sandboxOfSession(session: string): Promise<{ owner: number; name: string }[]> {
+/** The owner pids of the running sandbox containers, by their session label (one `podman ps`). */
+export function sandboxOwners(): Promise<Map<string, number[]>> {
   return new Promise((resolve, reject) => {
     execFile(
       "podman",
       [
         "ps",
         "--filter",
-        `label=codemode.session=${session.slice(0, 64)}`,
+        "label=codemode.managed=true",
         "--format",
-        '{{.Names}} {{index .Labels "codemode.owner-pid"}}',
+        '{{index .Labels "codemode.session"}} {{index .Labels "codemode.owner-pid"}}',
       ],
-      (error, stdout) =>
-        error ? reject(error) : resolve(
-          stdout.split("\n").map((s) => s.trim()).filter(Boolean).map((line) => {
-            const [name, owner] = line.split(" ");
-            return { name, owner: Number(owner) };
-          }),
-        ),
+      (error, stdout) => {
+        if (error) return reject(error);
+        const owners = new Map<string, number[]>();
+        for (const line of stdout.split("\n").map((s) => s.trim()).filter(Boolean)) {
+          const [session, owner] = line.split(" ");
+          owners.set(session, [...owners.get(session) ?? [], Number(owner)]);
+        }
+        resolve(owners);
+      },
     );
   });
 }

@@ -28,8 +28,9 @@ setup_started=$(now_ms)
 step "Installing container engines, image tools, python3 and the test browser from apt"
 # chromium: the dashboard's browser tests drive Debian's headless Chromium (puppeteer-core downloads none).
 # python3: unit tests run the sandbox runtime with the host's python3 (tests/unit/_local_python.ts).
+# haproxy, nginx, iproute2: the fleet suite puts both balancers in front of nodes in network namespaces.
 packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
-  containernetworking-plugins iptables ca-certificates hyperfine chromium python3)
+  containernetworking-plugins iptables ca-certificates hyperfine chromium python3 haproxy nginx iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -39,6 +40,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   # runc in the same transaction makes it satisfy podman's "crun | runc" dependency.
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The balancers run only as the tests start them, on ports of their own: not as services on port 80.
+  if [ -d /run/systemd/system ]; then systemctl disable --now nginx haproxy >/dev/null 2>&1 || true; fi
 fi
 done_step
 

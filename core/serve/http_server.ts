@@ -22,6 +22,9 @@ import { ARTIFACTS_PATH, serveArtifact, type StoreLookup } from "./artifact_http
 import { mintSessionId, nodeOfSession } from "./node_id.ts";
 import { quiet, Readiness, READY_PATH } from "./readiness.ts";
 
+/** How long an idle kept-alive connection stays open: longer than balancers keep theirs (HAProxy, nginx). */
+const KEEP_ALIVE_MS = 75_000;
+
 /** The path MCP is served on. */
 export const MCP_PATH = "/mcp";
 
@@ -88,6 +91,10 @@ export class McpHttpServer {
         else if (!res.writableEnded) res.end();
       });
     });
+    // A balancer keeps connections to the node open between requests: the node must not be the one to
+    // close an idle one first, or a request sent on it as it closes is lost (the balancer retries it).
+    this.#http.keepAliveTimeout = KEEP_ALIVE_MS;
+    this.#http.headersTimeout = KEEP_ALIVE_MS + 5_000;
   }
 
   /** Starts listening; rejects with a clear message when the address is taken or not ours. */

@@ -139,7 +139,12 @@ Deno.test({
       await podman(["kube", "play", "--quiet", played], conf);
       const ctr = `${podName}-codemode`;
       const infra = (await podman(["pod", "inspect", podName, "--format", "{{.InfraContainerID}}"])).trim();
-      const address = (await podman(["inspect", infra, "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}"])).trim().split(" ")[0];
+      const address = (await podman([
+        "inspect",
+        infra,
+        "--format",
+        "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+      ])).trim().split(" ")[0];
       assert.match(address, /^\d+\.\d+\.\d+\.\d+$/, "the pod has an address on podman's network");
       const ready = await eventually(
         async () =>

@@ -2,9 +2,9 @@
  * `codemode serve --http`: MCP over Streamable HTTP for many clients at once, each with its own sandbox.
  * Listens on loopback unless told otherwise, and refuses a non-loopback address without a token. Prints
  * the URL on stderr; stdout stays empty. As a node of a fleet (docs/scale.md) it mints session ids with
- * its node id, and on SIGTERM drains: no new sessions, the live ones served until their runs in flight
- * finish (CODEMODE_DRAIN_TIMEOUT at most), then every sandbox and upstream server is stopped and it exits
- * 0. SIGINT, or a second signal during the drain, stops at once (still removing every sandbox).
+ * its node id, and on SIGTERM drains: no new sessions, the live ones served, each ended once its work in
+ * flight is done (CODEMODE_DRAIN_TIMEOUT at most), then every sandbox and upstream server is stopped and it
+ * exits 0. SIGINT, or a second signal during the drain, stops at once (still removing every sandbox).
  * @module
  */
 import { startServeApp } from "./_serve_app.ts";
@@ -79,7 +79,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
       allowedHosts,
       idleTimeout: app.settings.idleTimeout,
       room: () => app.sessions.hasRoom(),
-      running: () => app.sessions.running,
+      busy: (id) => app.sessions.busy(id),
       open: (id) => app.mcpServer(id, "http"),
       close: (id) => app.closeSession(id),
       artifacts: (id) => app.findArtifactStore(id),
@@ -103,9 +103,11 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
   if (first === "SIGTERM") {
     const limit = app.settings.drainTimeout;
     http.drain();
-    process.stderr.write(`codemode: draining: no new sessions; waiting up to ${limit}s for runs in flight\n`);
+    process.stderr.write(
+      `codemode: draining: no new sessions; each session ends once its work is done (${limit}s at most)\n`,
+    );
     const started = Date.now();
-    const outcome = await Promise.race([http.quiet(limit * 1000), signals.next()]);
+    const outcome = await Promise.race([http.drained(limit * 1000), signals.next()]);
     log.info("drain over", { outcome, seconds: (Date.now() - started) / 1000, sessions: http.sessions });
   }
   log.info("shutting down", { sessions: http.sessions });

@@ -381,8 +381,8 @@ const SPEC = {
     aliases: [],
     parse: seconds("the drain timeout"),
     fallback: "30s",
-    doc: "On SIGTERM serve --http takes no new session and waits this long at most for runs in flight, " +
-      "then ends every session and exits",
+    doc: "On SIGTERM serve --http takes no new session and ends each live one once its work in flight is " +
+      "done, waiting this long at most, then exits",
   },
   skillsDir: {
     env: "CODEMODE_SKILLS_DIR",

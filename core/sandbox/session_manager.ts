@@ -117,11 +117,9 @@ export class SessionManager {
     return this.#entries.size;
   }
 
-  /** Runs in progress (executing or waiting for a run slot), across sessions. */
-  get running(): number {
-    let busy = 0;
-    for (const entry of this.#entries.values()) busy += entry.busy;
-    return busy;
+  /** Whether session `key` has a run in progress (executing or waiting for a run slot). */
+  busy(key: string): boolean {
+    return (this.#entries.get(key)?.busy ?? 0) > 0;
   }
 
   /** Whether a new session could get a sandbox now: under the cap, or an idle one would make way. */

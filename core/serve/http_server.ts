@@ -20,7 +20,7 @@ import { readBody, sendError, sendResponse, toWebRequest } from "./node_http_bri
 import { log } from "../observe/log.ts";
 import { ARTIFACTS_PATH, serveArtifact, type StoreLookup } from "./artifact_http.ts";
 import { mintSessionId, nodeOfSession } from "./node_id.ts";
-import { quiet, Readiness, READY_PATH } from "./readiness.ts";
+import { Readiness, READY_PATH, waitFor } from "./readiness.ts";
 
 /** How long an idle kept-alive connection stays open: longer than balancers keep theirs (HAProxy, nginx). */
 const KEEP_ALIVE_MS = 75_000;
@@ -42,8 +42,8 @@ export interface HttpServerOptions {
   allowedHosts?: readonly string[];
   /** Whether a new session could get a sandbox now; `/readyz` answers 503 "full" when not. */
   room?(): boolean;
-  /** Runs executing in sandboxes now: a drain waits for them as well as for open requests. */
-  running?(): number;
+  /** Whether a run executes in the session's sandbox now: a drain ends no session in the middle of one. */
+  busy?(sessionId: string): boolean;
   /** Largest request body in bytes (default 4 MiB); larger ones get 413. */
   maxBodyBytes?: number;
   /** Seconds a session may go without an open request before it is ended. */
@@ -61,7 +61,10 @@ export interface HttpServerOptions {
 interface Session {
   transport: WebStandardStreamableHTTPServerTransport;
   server: McpServer;
+  /** Requests open now, event streams included. */
   open: number;
+  /** POST requests being answered now (a run's request stays open until its result is sent). */
+  posts: number;
   idle?: ReturnType<typeof setTimeout>;
 }
 
@@ -73,8 +76,10 @@ export class McpHttpServer {
   #allowedHosts: string[] | undefined;
   #closing = false;
   #readiness: Readiness;
-  /** POST requests being answered now (a run's request stays open until its result is sent). */
-  #inFlight = 0;
+  /** POST requests being answered now, one token each. */
+  #posts = new Set<object>();
+  /** The requests that were in flight when the drain began: no session ends before they are answered. */
+  #inFlightAtDrain = new Set<object>();
 
   private constructor(options: HttpServerOptions) {
     this.#options = options;
@@ -135,16 +140,33 @@ export class McpHttpServer {
 
   /**
    * Starts draining: `initialize` gets 503 with Retry-After (a balancer retries it on another node) and
-   * `/readyz` 503, while the live sessions are still served. Ends nothing by itself: see `quiet()`.
+   * `/readyz` 503, while the live sessions are still served. Ends nothing by itself: see `drained()`.
    */
   drain(): void {
-    if (!this.#readiness.draining) log.info("draining: no new sessions", { sessions: this.#sessions.size });
+    if (this.#readiness.draining) return;
+    log.info("draining: no new sessions", { sessions: this.#sessions.size, inFlight: this.#posts.size });
     this.#readiness.drain();
+    this.#inFlightAtDrain = new Set(this.#posts);
   }
 
-  /** Resolves once no request is being answered and no run executes, or after `timeoutMs`. */
-  quiet(timeoutMs: number): Promise<"quiet" | "timeout"> {
-    return quiet(() => this.#inFlight + (this.#options.running?.() ?? 0), timeoutMs);
+  /**
+   * Ends a draining node's sessions, none in the middle of its work: once the requests in flight when
+   * the drain began have been answered (their sessions' other requests are served meanwhile), each
+   * session ends as on DELETE at its first moment with no request being answered and no run executing,
+   * so a client that keeps its session busy still loses no run. Resolves when no session is left, or
+   * after `timeoutMs` (`close()` ends the rest).
+   */
+  async drained(timeoutMs: number): Promise<"drained" | "timeout"> {
+    const ending: Promise<void>[] = [];
+    const done = await waitFor(() => {
+      for (const request of this.#inFlightAtDrain) if (this.#posts.has(request)) return false;
+      for (const [id, session] of this.#sessions) {
+        if (session.posts === 0 && !this.#options.busy?.(id)) ending.push(this.#end(id, "drained"));
+      }
+      return this.#sessions.size === 0;
+    }, timeoutMs);
+    await Promise.allSettled(ending);
+    return done ? "drained" : "timeout";
   }
 
   /** Stops accepting requests and ends every session (each frees its sandbox). */
@@ -213,13 +235,13 @@ export class McpHttpServer {
 
     session.open++;
     if (session.idle) clearTimeout(session.idle);
-    const counted = req.method === "POST";
-    if (counted) this.#inFlight++;
+    const post = req.method === "POST" ? {} : undefined;
+    if (post) this.#posts.add(post), session.posts++;
     try {
       const response = await session.transport.handleRequest(toWebRequest(req, url), { parsedBody });
       await sendResponse(res, response);
     } finally {
-      if (counted) this.#inFlight--;
+      if (post) this.#posts.delete(post), session.posts--;
       session.open--;
       const sid = session.transport.sessionId;
       if (!sid) await this.#discard(session); // the initialize request was refused: no session began
@@ -272,7 +294,7 @@ export class McpHttpServer {
       maxRequestBodySize: this.#options.maxBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_SIZE,
     });
     const server = await this.#options.open(id);
-    const session: Session = { transport, server, open: 0 };
+    const session: Session = { transport, server, open: 0, posts: 0 };
     await server.connect(transport);
     return session;
   }

@@ -1,6 +1,6 @@
 /**
  * Whether a node takes new sessions (`/readyz`), and draining: once a node drains it refuses new sessions
- * for good while its live ones are still served, and the drain waits for the work in flight to finish.
+ * for good while its live ones are still served (the HTTP server ends them as their work finishes).
  * `/healthz` (liveness) is separate: a draining node is alive, so a balancer keeps routing its existing
  * sessions to it while it sends new ones elsewhere.
  * @module
@@ -67,18 +67,14 @@ export class Readiness {
 }
 
 /**
- * Resolves once `busy()` reports nothing in flight, or after `timeoutMs`; says which. Polled: the work in
- * flight is counted in several places (HTTP requests, sandbox runs), and a drain is not latency-critical.
+ * Polls `done` until it says true (resolves true) or `timeoutMs` pass (false). Polled: the work a drain
+ * waits for is counted in several places (HTTP requests, sandbox runs), and a drain is not latency-critical.
  */
-export async function quiet(
-  busy: () => number,
-  timeoutMs: number,
-  pollMs = 100,
-): Promise<"quiet" | "timeout"> {
+export async function waitFor(done: () => boolean, timeoutMs: number, pollMs = 50): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
-  while (busy() > 0) {
-    if (Date.now() >= deadline) return "timeout";
+  while (!done()) {
+    if (Date.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, Math.min(pollMs, Math.max(1, deadline - Date.now()))));
   }
-  return "quiet";
+  return true;
 }

@@ -5,7 +5,8 @@
  * real SDK client through each balancer: sessions pinned by the node prefix of their id, a node killed
  * (its sessions get 404 and clients start over on live nodes; its restart reaps its leftovers), a node
  * drained (its runs finish and its sessions are served while new ones go elsewhere; it exits 0 leaving no
- * container), and two nodes saving skills into one shared directory at once.
+ * container; a second signal ends the drain at once), and two nodes saving skills into one shared
+ * directory at once.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -261,6 +262,27 @@ test("two nodes save 20 skills each into one shared directory at once: all 40 th
     );
   } finally {
     await Promise.all([...on.values()].map((c) => c.end()));
+  }
+});
+
+test("a second SIGTERM during a drain ends it at once, still removing every sandbox", async (fleet) => {
+  const node = fleet.node("node-c");
+  const pid = node.serve!.pid;
+  const client = (await clientsOn("haproxy", ["node-c"])).get("node-c")!;
+  try {
+    const run = client.run("import time\ntime.sleep(60)", 90, 30_000).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 1500));
+    const t0 = Date.now();
+    const exited = node.serve!.stop("SIGTERM");
+    await new Promise((r) => setTimeout(r, 1000));
+    process.kill(pid, "SIGTERM");
+    assert.equal(await exited, 0);
+    const seconds = (Date.now() - t0) / 1000;
+    assert.ok(seconds < 15, `stopped ${seconds} s after the first signal, not after the 60 s run`);
+    assert.deepEqual(await containersOf(pid), [], "no container left");
+    await run;
+  } finally {
+    await client.end();
   }
 });
 

@@ -10,7 +10,7 @@ import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { McpHttpServer } from "../../core/serve/http_server.ts";
 import { mintSessionId, NodeIdError, nodeOfSession, resolveNodeId } from "../../core/serve/node_id.ts";
-import { quiet } from "../../core/serve/readiness.ts";
+import { waitFor } from "../../core/serve/readiness.ts";
 import { allowedHostsFor } from "../../core/serve/http_guard.ts";
 import { resolveSettings } from "../../core/config/settings.ts";
 
@@ -78,11 +78,11 @@ Deno.test("allowedHostsFor() adds a balancer's names, and restricts a wildcard b
   ]);
 });
 
-Deno.test("quiet() resolves once nothing is busy, or says it timed out", async () => {
-  let busy = 1;
-  setTimeout(() => (busy = 0), 150);
-  assert.equal(await quiet(() => busy, 5_000, 10), "quiet");
-  assert.equal(await quiet(() => 1, 100, 10), "timeout");
+Deno.test("waitFor() resolves true once its check holds, false at its timeout", async () => {
+  let busy = true;
+  setTimeout(() => (busy = false), 150);
+  assert.equal(await waitFor(() => !busy, 5_000, 10), true);
+  assert.equal(await waitFor(() => false, 100, 10), false);
 });
 
 /** A node on a free loopback port whose sessions have one tool, `wait`, that sleeps `ms`. */
@@ -170,6 +170,14 @@ Deno.test("a node mints its sessions with its id and answers another node's or a
     });
     assert.equal(gone.status, 404);
     assert.doesNotMatch(gone.body, /names node/, "an id of this node needs no word about other nodes");
+    const hostile = await raw(server.url, "/mcp", {
+      method: "POST",
+      headers: { "mcp-session-id": `node-a."}\\${"x".repeat(4000)}` },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+    });
+    assert.equal(hostile.status, 404);
+    assert.ok(hostile.body.length < 600, "the id is clipped in the answer");
+    assert.equal(JSON.parse(hostile.body).error.code, -32001, "quotes in the id cannot break the JSON");
     await client.close();
   } finally {
     await server.close();
@@ -205,12 +213,14 @@ Deno.test("/readyz answers without the token: 200 with room, 503 full without, a
   }
 });
 
-Deno.test("a draining node refuses initialize with 503 and Retry-After, serves its live sessions, and waits for their requests", async () => {
+Deno.test("a draining node refuses initialize with 503 and Retry-After, serves its live sessions, and ends each once its work is done", async () => {
   const { server, closed } = await node();
   try {
-    const { client, transport } = await connect(server.url);
-    const slow = client.callTool({ name: "wait", arguments: { ms: 600 } });
+    const a = await connect(server.url);
+    const b = await connect(server.url);
+    const slow = a.client.callTool({ name: "wait", arguments: { ms: 600 } });
     await new Promise((r) => setTimeout(r, 100));
+    const t0 = Date.now();
     server.drain();
     assert.equal(server.draining, true);
     const refused = await raw(server.url, "/mcp", { method: "POST", body: INITIALIZE });
@@ -220,19 +230,44 @@ Deno.test("a draining node refuses initialize with 503 and Retry-After, serves i
     const readyz = await raw(server.url, "/readyz");
     assert.equal(readyz.status, 503);
     assert.equal(JSON.parse(readyz.body).reason, "draining");
-    const started = Date.now();
-    const [waited, more] = await Promise.all([
-      server.quiet(5_000),
-      client.callTool({ name: "wait", arguments: { ms: 1 } }), // an existing session is still served
-    ]);
-    assert.equal(waited, "quiet");
-    assert.ok(Date.now() - started >= 300, "the drain waited for the request in flight");
+    // The other session keeps its client busy: served while the run in flight finishes, never cut.
+    let answered = 0;
+    const busy = (async () => {
+      for (;;) {
+        const r = await b.client.callTool({ name: "wait", arguments: { ms: 40 } }).catch((e) => e);
+        if (r instanceof Error) return r;
+        assert.deepEqual(r.content, [{ type: "text", text: "waited 40" }]);
+        answered++;
+      }
+    })();
+    assert.equal(await server.drained(10_000), "drained");
+    assert.ok(Date.now() - t0 >= 450, "no session ended before the request in flight was answered");
+    assert.ok(Date.now() - t0 < 5_000, "a busy session ends between its requests, not at the timeout");
     assert.deepEqual((await slow).content, [{ type: "text", text: "waited 600" }]);
-    assert.deepEqual(more.content, [{ type: "text", text: "waited 1" }]);
-    assert.equal(await server.quiet(50), "quiet");
-    const id = transport.sessionId!;
+    assert.equal((await busy as { status?: number }).status, 404, "then its next request gets 404");
+    assert.ok(answered >= 3, `the busy session was served during the drain (${answered} answers)`);
+    assert.deepEqual(closed.sort(), [a.transport.sessionId, b.transport.sessionId].sort());
+    await Promise.all([a.client.close(), b.client.close()]);
+  } finally {
     await server.close();
-    assert.deepEqual(closed, [id], "closing ends the session as DELETE would");
+  }
+});
+
+Deno.test("a drain whose request in flight outlasts the timeout says so; close() ends the rest", async () => {
+  const { server, closed } = await node();
+  try {
+    const { client, transport } = await connect(server.url);
+    // Its stream is cut by close(): the SDK client then waits for its own request timeout, short here.
+    const long = client.callTool({ name: "wait", arguments: { ms: 1500 } }, { timeout: 2_000 }).catch((e) =>
+      e
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    server.drain();
+    assert.equal(await server.drained(300), "timeout");
+    assert.deepEqual(closed, []);
+    await server.close();
+    assert.deepEqual(closed, [transport.sessionId]);
+    await long;
     await client.close();
   } finally {
     await server.close();

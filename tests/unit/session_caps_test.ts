@@ -223,7 +223,7 @@ Deno.test("past maxSessions with every session busy, the new session's run is re
   }
 });
 
-Deno.test("hasRoom() and running say whether a new session fits and how many runs are in flight", async () => {
+Deno.test("hasRoom() and busy() say whether a new session fits and whether a session runs code", async () => {
   const runtime = fakeRuntime();
   const sessions = manager(runtime, { maxSessions: 2 });
   try {
@@ -234,10 +234,10 @@ Deno.test("hasRoom() and running say whether a new session fits and how many run
       sessions.run("b", "sleep 300", { timeout: 30 }),
     ];
     await new Promise((r) => setTimeout(r, 100));
-    assert.equal(sessions.running, 2);
+    assert.deepEqual([sessions.busy("a"), sessions.busy("b"), sessions.busy("c")], [true, true, false]);
     assert.equal(sessions.hasRoom(), false, "both sessions at the cap run code: none can make way");
     await Promise.all(slow);
-    assert.equal(sessions.running, 0);
+    assert.equal(sessions.busy("a"), false);
     assert.equal(sessions.hasRoom(), true, "at the cap, an idle session would make way");
   } finally {
     await sessions.closeAll();

@@ -16,7 +16,7 @@ import { exec, IMAGE, percentile, ROOT, row, type SectionResult, sleep, works } 
 import { connect, type HttpServe, type LoadClient, startHttpServe } from "./bench_load.ts";
 
 /** Counts of the fleet section. */
-export const counts = { hopRuns: 200, starts: 5, clients: 12, throughputSeconds: 12, drainClients: 9 };
+export const counts = { hopRuns: 200, starts: 5, clients: 12, slices: 4, sliceSeconds: 3, drainClients: 9 };
 
 /** The run every throughput and latency figure uses: host and sandbox round trip, a little Python. */
 const WARM_RUN = "sum(range(1000))";
@@ -183,35 +183,44 @@ export async function benchFleet(): Promise<SectionResult> {
     await Promise.all([direct.end(), proxied.end()]);
     clients.length = 0;
 
-    // Throughput with 1, 2 and 3 nodes behind HAProxy, the same clients' load each time.
-    let oneNode = 0;
+    // Throughput with 1, 2 and 3 nodes behind HAProxy, the same clients' load each time, in short slices
+    // taken in turn: the machine's other load drifts, and must not favour one configuration.
+    const setups = [];
     for (const n of [1, 2, 3]) {
       const front = n === 3 ? all : await haproxy(nodes.slice(0, n), join(dir, `haproxy-${n}`));
       if (n < 3) balancers.push(front);
       const load = await warmClients(front.url, counts.clients);
       clients.push(...load);
-      const cpu0 = nodes.map((node) => cpuSeconds(node.pid));
-      const machine0 = machineBusySeconds();
-      const start = performance.now();
-      const runs = await runFor(load, counts.throughputSeconds);
-      const seconds = (performance.now() - start) / 1000;
-      const nodeCpu = nodes.reduce((sum, node, i) => sum + cpuSeconds(node.pid) - cpu0[i], 0);
-      const machineCpu = machineBusySeconds() - machine0;
-      const rate = runs / seconds;
-      if (n === 1) oneNode = rate;
+      setups.push({ n, load, runs: 0, seconds: 0, nodeCpu: 0, machineCpu: 0 });
+    }
+    for (let slice = 0; slice < counts.slices; slice++) {
+      for (const setup of setups) {
+        const cpu0 = nodes.map((node) => cpuSeconds(node.pid));
+        const machine0 = machineBusySeconds();
+        const start = performance.now();
+        setup.runs += await runFor(setup.load, counts.sliceSeconds);
+        setup.seconds += (performance.now() - start) / 1000;
+        setup.nodeCpu += nodes.reduce((sum, node, i) => sum + cpuSeconds(node.pid) - cpu0[i], 0);
+        setup.machineCpu += machineBusySeconds() - machine0;
+      }
+    }
+    const oneNode = setups[0].runs / setups[0].seconds;
+    for (const { n, runs, seconds, nodeCpu, machineCpu } of setups) {
       result.rows.push(row({
         section: "fleet",
         metric: `runs/s, ${counts.clients} clients through HAProxy, ${n} node${n > 1 ? "s" : ""}`,
-        value: rate,
+        value: runs / seconds,
         unit: "runs/s",
         ...(n > 1 ? { baseline: { label: "1 node", value: oneNode } } : {}),
-        note: `CPU per run: nodes ${(nodeCpu / runs * 1000).toFixed(1)} ms, whole machine ${
-          (machineCpu / runs * 1000).toFixed(1)
-        } ms (sandboxes, HAProxy, clients and other load included)`,
+        note:
+          `CPU per run: nodes ${(nodeCpu / runs * 1000).toFixed(1)} ms, whole machine ${
+            (machineCpu / runs * 1000).toFixed(1)
+          } ms (sandboxes, HAProxy, clients and other load included); ${counts.slices} slices of ` +
+          `${counts.sliceSeconds} s taken in turn with the other node counts`,
       }));
-      await Promise.all(load.map((c) => c.end()));
-      clients.length = 0;
     }
+    await Promise.all(clients.map((c) => c.end()));
+    clients.length = 0;
 
     // Drain under load: clients keep running on every node; one node gets SIGTERM.
     const load = await warmClients(all.url, counts.drainClients);

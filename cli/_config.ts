@@ -43,7 +43,7 @@ export async function cliConfig(): Promise<CliConfig> {
   const getPool = () =>
     pool ??= Promise.all([import("../core/upstream/pool.ts"), import("../core/auth/clients.ts")]).then(
       ([{ UpstreamPool }, { OAuthClients }]) => {
-        const oauth = new OAuthClients(settings.stateDir);
+        const oauth = new OAuthClients(settings.stateDir, settings.oauthDir);
         return new UpstreamPool(discovery.servers.filter((s) => policy.allowsServer(s.name).ok), {
           auth: (spec) => oauth.forServer(spec),
         });

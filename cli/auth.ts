@@ -32,7 +32,7 @@ export async function authLogin(name: string, opts: { browser?: boolean }): Prom
     process.stderr.write(`codemode: ${refusal}\n`);
     return 1;
   }
-  const oauth = new OAuthClients(config.settings.stateDir);
+  const oauth = new OAuthClients(config.settings.stateDir, config.settings.oauthDir);
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.once("SIGINT", stop);
@@ -79,7 +79,7 @@ export async function authLogin(name: string, opts: { browser?: boolean }): Prom
 /** Runs `codemode auth status`: every remote server codemode logs in to, from the stored credentials. */
 export async function authStatus(opts: { json?: boolean }): Promise<number> {
   const config = await cliConfig();
-  const oauth = new OAuthClients(config.settings.stateDir);
+  const oauth = new OAuthClients(config.settings.stateDir, config.settings.oauthDir);
   const rows: AuthStatusRow[] = [];
   for (const spec of config.discovery.servers.filter(usesOAuth)) {
     const record = await oauth.store.read(spec.name, spec.url!);
@@ -123,7 +123,10 @@ export async function authLogout(name: string): Promise<number> {
   const spec = findServer(config.discovery.servers, name);
   if (!spec) return USAGE_ERROR;
   try {
-    const result = await logout(spec, new OAuthClients(config.settings.stateDir).store);
+    const result = await logout(
+      spec,
+      new OAuthClients(config.settings.stateDir, config.settings.oauthDir).store,
+    );
     if (!result.wasLoggedIn) {
       process.stdout.write(`Not logged in to "${spec.name}"; nothing to do.\n`);
     } else if (result.revoked) {

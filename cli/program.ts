@@ -27,6 +27,10 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
     .option("--port <n>", "HTTP port; 0 picks a free one (default 8765)")
     .option("--host <address>", "HTTP listen address (default 127.0.0.1; others need a token)")
     .option("--token <token>", "require Authorization: Bearer <token> (better: env CODEMODE_HTTP_TOKEN)")
+    .option(
+      "--allowed-hosts <names>",
+      "host names clients reach it by through a balancer, comma-separated (env CODEMODE_ALLOWED_HOSTS)",
+    )
     .action(async (opts) => setExit(await (await import("./serve.ts")).serve(opts)));
 
   program.command("run")

@@ -51,7 +51,7 @@ function catalogDeps(config: CliConfig): CatalogDeps {
 
 /** The local skills as search docs: none without a skill directory, else cached while they are unchanged. */
 async function localSkillDocs(settings: Settings): Promise<ToolDoc[]> {
-  const roots = skillRoots({ dirs: settings.skillDirs });
+  const roots = skillRoots({ dirs: settings.skillDirs, userDir: settings.skillsDir });
   if (!roots.some((root) => existsSync(root.path))) return [];
   const { cachedSkillDocs } = await import("../core/skills/docs_cache.ts");
   return await cachedSkillDocs(roots, settings.stateDir);

@@ -34,7 +34,7 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
   };
   const logins = await probeRemote(
     discovery.servers.filter((s) => !refusal(s.name)),
-    config.settings.stateDir,
+    new OAuthClients(config.settings.stateDir, config.settings.oauthDir),
   );
   const added: (AddedServerInfo & { pid: number })[] = (await liveServeStates(config.settings.stateDir))
     .flatMap((state) => (state.added ?? []).map((a) => ({ ...a, pid: state.pid })));
@@ -108,7 +108,7 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
         `${a.name} ${a.version} (${a.registry})` + (a.kept ? `, kept in ${a.kept}` : ""),
         `${a.state}, ${a.tools} tools`,
         a.runs,
-        `${a.pid} / ${a.session.slice(0, 12)}`,
+        `${a.pid} / ${a.session.slice(a.session.indexOf(".") + 1, a.session.indexOf(".") + 13)}`,
       ]),
       c,
     ));
@@ -131,8 +131,7 @@ export async function servers(opts: { json?: boolean }): Promise<number> {
 }
 
 /** The login state of every remote server, each found out with one request, all at once. */
-async function probeRemote(servers: ServerSpec[], stateDir: string): Promise<Map<string, AuthProbe>> {
-  const oauth = new OAuthClients(stateDir);
+async function probeRemote(servers: ServerSpec[], oauth: OAuthClients): Promise<Map<string, AuthProbe>> {
   const remote = servers.filter((s) => s.transport !== "stdio" && s.url);
   const found = await Promise.all(
     remote.map(async (s) => [s.name, await probeAuth(s, oauth.forServer(s))] as const),

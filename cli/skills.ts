@@ -298,5 +298,8 @@ async function openStore(given?: Settings): Promise<SkillStore | number> {
     process.stderr.write("codemode skills: skills are turned off (CODEMODE_SKILLS=off)\n");
     return 1;
   }
-  return await SkillStore.open({ roots: skillRoots({ dirs: settings.skillDirs }), mode: settings.skills });
+  return await SkillStore.open({
+    roots: skillRoots({ dirs: settings.skillDirs, userDir: settings.skillsDir }),
+    mode: settings.skills,
+  });
 }

@@ -96,7 +96,7 @@ export class Codemode {
   #stopApprovals?: () => void;
   /** The MCP server of each client session, for the clients' names in the published state. */
   #clients = new Map<string, McpServer>();
-  #serving: { transport: "stdio" | "http"; url?: string; startedAt: Date } | undefined;
+  #serving: { transport: "stdio" | "http"; url?: string; node?: string; startedAt: Date } | undefined;
 
   private constructor(options: CodemodeOptions, discovery: Discovery) {
     this.#options = options;
@@ -109,7 +109,7 @@ export class Codemode {
       if (!verdict.ok) log.info("server refused by policy", { server: spec.name, reason: verdict.reason });
       return verdict.ok;
     });
-    this.oauth = new OAuthClients(this.settings.stateDir);
+    this.oauth = new OAuthClients(this.settings.stateDir, this.settings.oauthDir);
     this.pool = new UpstreamPool(this.servers, {
       auth: (spec) => this.oauth.forServer(spec),
       // A server whose tools changed is listed again and re-indexed (debounced, capped in rate).
@@ -342,10 +342,14 @@ export class Codemode {
     return server;
   }
 
-  /** Starts publishing stats and activity as a serve of `transport` (at `url`, for HTTP); once per process. */
-  serving(info: { transport: "stdio" | "http"; url?: string }): void {
+  /**
+   * Starts publishing stats and activity as a serve of `transport` (at `url`, as fleet node `node`, for
+   * HTTP); once per process.
+   */
+  serving(info: { transport: "stdio" | "http"; url?: string; node?: string }): void {
     if (this.#serving) {
       if (info.url) this.#serving.url = info.url;
+      if (info.node) this.#serving.node = info.node;
       return;
     }
     this.#serving = { ...info, startedAt: new Date() };
@@ -373,6 +377,7 @@ export class Codemode {
       version: this.#options.version,
       transport: this.#serving?.transport ?? "stdio",
       ...(this.#serving?.url ? { url: this.#serving.url } : {}),
+      ...(this.#serving?.node ? { node: this.#serving.node } : {}),
       startedAt: (this.#serving?.startedAt ?? new Date()).toISOString(),
       cwd: process.cwd(),
       ...(this.#runtimeInUse ? { runtime: this.#runtimeInUse } : {}),
@@ -470,7 +475,7 @@ async function openSkills(options: CodemodeOptions): Promise<SkillStore | undefi
   try {
     const { SkillStore } = await import("./skills/store.ts");
     const store = await SkillStore.open({
-      roots: skillRoots({ cwd: options.cwd, dirs: settings.skillDirs }),
+      roots: skillRoots({ cwd: options.cwd, dirs: settings.skillDirs, userDir: settings.skillsDir }),
       mode: settings.skills,
     });
     for (const d of store.diagnostics()) log.info("skill problem", { path: d.path, message: d.message });

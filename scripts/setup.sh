@@ -29,8 +29,9 @@ step "Installing container engines, image tools, python3 and the test browser fr
 # chromium: the dashboard's browser tests drive Debian's headless Chromium (puppeteer-core downloads none).
 # python3: unit tests run the sandbox runtime with the host's python3 (tests/unit/_local_python.ts).
 # runsc: gVisor, the CODEMODE_ISOLATION=gvisor tier.
+# haproxy, nginx, iproute2: the fleet suite puts both balancers in front of nodes in network namespaces.
 packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
-  containernetworking-plugins iptables ca-certificates hyperfine chromium python3 runsc)
+  containernetworking-plugins iptables ca-certificates hyperfine chromium python3 runsc haproxy nginx iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -40,6 +41,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   # runc in the same transaction makes it satisfy podman's "crun | runc" dependency.
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The balancers run only as the tests start them, on ports of their own: not as services on port 80.
+  if [ -d /run/systemd/system ]; then systemctl disable --now nginx haproxy >/dev/null 2>&1 || true; fi
 fi
 done_step
 

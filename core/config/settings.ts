@@ -60,6 +60,33 @@ const registryUrl = z.string().trim().transform((raw, ctx) => {
   ctx.addIssue({ code: "custom", message: "expected the registry's http(s) base URL, or off" });
   return z.NEVER;
 });
+
+/** What a fleet node's id must look like: a DNS label (a Kubernetes pod name, a host's short name). */
+export const NODE_ID_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** Comma-separated host names or IP addresses (as a Host header names them), lower-cased. */
+const hostList = z.string().transform((raw, ctx) => {
+  const names = raw.split(",").map((n) => n.trim().toLowerCase()).filter(Boolean);
+  const bad = names.find((n) =>
+    !/^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)$/.test(n)
+  );
+  if (bad !== undefined || !names.length) {
+    ctx.addIssue({
+      code: "custom",
+      message: bad === undefined
+        ? "expected host names such as codemode.example.com"
+        : `"${bad}" is not a host name: expected names such as codemode.example.com, without port or scheme`,
+    });
+    return z.NEVER;
+  }
+  return names;
+});
+/** Parses a comma-separated list of host names (`--allowed-hosts`), as CODEMODE_ALLOWED_HOSTS is. */
+export function parseHostNames(raw: string): { names: string[] } | { error: string } {
+  const parsed = hostList.safeParse(raw);
+  return parsed.success ? { names: parsed.data } : { error: parsed.error.issues[0].message };
+}
+
 const bool = z.string().trim().toLowerCase().pipe(
   z.enum(["1", "0", "true", "false", "yes", "no", "on", "off"]),
 )
@@ -404,6 +431,51 @@ const SPEC = {
     parse: bytes,
     fallback: "4m",
     doc: "Size at which a serve's activity log is rotated; it keeps the current and the previous file",
+  },
+  // A fleet of serve --http nodes behind a balancer (docs/scale.md).
+  nodeId: {
+    env: "CODEMODE_NODE_ID",
+    aliases: [],
+    parse: z.string().trim().regex(
+      NODE_ID_PATTERN,
+      "expected lowercase letters, digits and inner hyphens, 1 to 63 characters (a DNS label such as node-1)",
+    ).optional(),
+    fallback: undefined,
+    doc: "This node's id in a fleet (default: the host name, lower-cased): the prefix of every session id " +
+      "serve --http mints, by which a balancer routes (see docs/scale.md)",
+  },
+  allowedHosts: {
+    env: "CODEMODE_ALLOWED_HOSTS",
+    aliases: [],
+    parse: hostList.optional(),
+    fallback: undefined,
+    doc: "Host names serve --http answers to besides loopback and its --host, comma-separated: the names " +
+      "clients reach it by through a balancer",
+  },
+  drainTimeout: {
+    env: "CODEMODE_DRAIN_TIMEOUT",
+    aliases: [],
+    parse: seconds("the drain timeout"),
+    fallback: "30s",
+    doc: "On SIGTERM serve --http takes no new session and ends each live one once its work in flight is " +
+      "done, waiting this long at most, then exits",
+  },
+  skillsDir: {
+    env: "CODEMODE_SKILLS_DIR",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc:
+      "Where saved skills are written and read (default ~/.config/codemode/skills); nodes of a fleet may " +
+      "share one (saves are atomic)",
+  },
+  oauthDir: {
+    env: "CODEMODE_OAUTH_DIR",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc: "Where OAuth tokens are kept (default <state dir>/oauth); nodes of a fleet may share one " +
+      "(refreshes take a lock)",
   },
 } as const;
 

@@ -8,6 +8,8 @@
 export interface Problem {
   message: string;
   fix?: string;
+  /** The failure says nothing lasting (the engine did not answer in time): its verdict is not cached. */
+  transient?: boolean;
 }
 
 /** What `detect()` found out about a runtime on this machine. */

@@ -111,6 +111,8 @@ export interface ServeState {
   transport: "stdio" | "http";
   /** The MCP endpoint of an HTTP serve. */
   url?: string;
+  /** The fleet node id of an HTTP serve (CODEMODE_NODE_ID). */
+  node?: string;
   startedAt: string;
   /** The working directory (which project a client started it in). */
   cwd: string;

@@ -71,7 +71,8 @@ export async function selectRuntime(
 
 /**
  * One runtime's verdict: the cached one while the plugin's fingerprint matches (the plugin adopts it),
- * else a fresh detection, which is then cached. Without a cache or a fingerprint, always fresh.
+ * else a fresh detection, which is then cached unless a problem was transient (a timeout). Without a
+ * cache or a fingerprint, always fresh.
  */
 export async function detectRuntime(
   runtime: RuntimePlugin,
@@ -88,7 +89,9 @@ export async function detectRuntime(
     }
   }
   const detection = await runtime.detect();
-  if (cache && fingerprint !== undefined) await cache.set(runtime.name, fingerprint, detection);
+  // A timeout on a busy machine must not keep the runtime out for the hour a negative verdict lasts.
+  const lasting = !detection.problems.some((p) => p.transient);
+  if (cache && fingerprint !== undefined && lasting) await cache.set(runtime.name, fingerprint, detection);
   return { detection, cached: false };
 }
 

@@ -142,6 +142,15 @@ export function firstErrorLine(stderr: string): string {
 
 /** Turns an engine failure into a problem with a fix, for the failures seen on real machines. */
 export function diagnose(engine: string, stderr: string, spawnError?: string): Problem {
+  const timedOut = /\nTimed out after (\d+) ms$/.exec(stderr);
+  if (timedOut) {
+    return {
+      message: `${engine} did not answer within ${Number(timedOut[1]) / 1000} s`,
+      fix: "The machine or the engine is busy (another command may hold its lock); codemode asks again " +
+        "at the next run",
+      transient: true,
+    };
+  }
   if (spawnError === "ENOENT") {
     return {
       message: `${engine} is not installed`,

@@ -2,7 +2,7 @@
 // here. The answer goes to the dashboard as JSON, which passes it to the serve that asked; the question
 // leaves the page once that serve publishes it closed (the first answer, here or at the client, counts).
 import { useState } from "preact/hooks";
-import { ago, html } from "./format.js";
+import { ago, html, shortSession } from "./format.js";
 
 /** Seconds left until an ISO time, as "4m 10s left". */
 function left(iso, now = Date.now()) {
@@ -47,7 +47,7 @@ export function PendingApprovals({ serves }) {
           <p><span class="mono">${add
             ? `Add server ${a.tool} as mcp_${a.server}`
             : `${a.server} / ${a.tool}`}</span>
-                  <span class="muted"> · serve ${pid} · session ${a.session.slice(0, 8)} · asked ${ago(
+                  <span class="muted"> · serve ${pid} · session ${shortSession(a.session)} · asked ${ago(
                     a.askedAt,
                   )} · ${left(a.expiresAt)}</span></p>
           <pre class="args">${add ? a.text ?? a.summary : a.summary}</pre>

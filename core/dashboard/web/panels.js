@@ -3,7 +3,7 @@
 // skills panel and the approvals are in skills.js and approvals.js). A section a serve does not publish
 // (an older serve, a capability not there yet) is simply not shown.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ago, Badge, clock, html } from "./format.js";
+import { ago, Badge, clock, html, shortSession } from "./format.js";
 
 /** The sum of a metric's values in a serve's published metrics, optionally only those matching labels. */
 function metricSum(metrics, name, labels = {}) {
@@ -43,7 +43,9 @@ export function Summary({ serves }) {
 function ServeHeading({ serve }) {
   const s = serve.state;
   const clients = [...new Set(s.clients.map((c) => c.name))].join(", ");
-  return html`<h3>serve ${serve.pid} <span class="muted">· ${s.transport}${s.url ? ` ${s.url}` : ""}${
+  return html`<h3>serve ${serve.pid}${
+    s.node ? ` · node ${s.node}` : ""
+  } <span class="muted">· ${s.transport}${s.url ? ` ${s.url}` : ""}${
     clients ? ` · ${clients}` : ""
   } · ${s.cwd} · up since ${clock(s.startedAt)}</span></h3>`;
 }
@@ -73,7 +75,7 @@ export function SessionsPanel({ serves }) {
             <tbody>${serve.state.sessions.map((x) =>
               html`
                 <tr>
-                  <td class="mono">${x.key.slice(0, 12)}</td>
+                  <td class="mono">${shortSession(x.key, 12)}</td>
                   <td>${serve.state.clients.find((c) => c.session === x.key)?.name ?? "-"}</td>
                   <td>
                     <${Badge} status=${x.state} />

@@ -26,6 +26,7 @@ import tracebacks from "./codemode_runtime/tracebacks.py" with { type: "text" };
 import values from "./codemode_runtime/values.py" with { type: "text" };
 import watchdog from "./codemode_runtime/watchdog.py" with { type: "text" };
 import mcpInit from "./mcp/__init__.py" with { type: "text" };
+import mcpCalls from "./mcp/_calls.py" with { type: "text" };
 import mcpDryRun from "./mcp/_dry_run.py" with { type: "text" };
 import mcpProxy from "./mcp/_proxy.py" with { type: "text" };
 import mcpSchema from "./mcp/_schema.py" with { type: "text" };
@@ -59,6 +60,7 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime.values": values,
   "codemode_runtime.watchdog": watchdog,
   "mcp": mcpInit,
+  "mcp._calls": mcpCalls,
   "mcp._dry_run": mcpDryRun,
   "mcp._proxy": mcpProxy,
   "mcp._schema": mcpSchema,

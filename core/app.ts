@@ -206,6 +206,7 @@ export class Codemode {
     return {
       max_output: this.settings.maxOutput,
       max_display: this.settings.maxDisplay,
+      precheck: this.settings.precheck,
       servers: this.servers.map((s) => ({
         name: s.name,
         alias: pythonAlias(s.name),

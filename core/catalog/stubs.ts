@@ -13,6 +13,7 @@
  * @module
  */
 import { pythonAlias } from "../python_alias.ts";
+import { closed, isSchema, propertiesOf, resolveLocalRef, type Schema } from "./schema.ts";
 
 /** What the generator reads of a tool (a ToolDoc or an MCP Tool fits). */
 export interface StubTool {
@@ -89,8 +90,6 @@ const RESERVED = new Set([
   "dict",
 ]);
 const TYPE_KEYWORDS = ["type", "enum", "const", "properties", "items", "$ref", "anyOf", "oneOf", "allOf"];
-
-type Schema = Record<string, unknown>;
 
 /** Whether `name` can be a Python keyword argument. */
 export function isPythonIdentifier(name: string): boolean {
@@ -173,7 +172,7 @@ function renderTool(tool: StubTool, names: Names): ToolStub {
   const name = toolName(tool);
   const alias = pythonAlias(name);
   const hint = camel(alias);
-  const writer = new TypeWriter(names.child(), hint, tool.inputSchema);
+  const writer = new TypeWriter(names, hint, tool.inputSchema);
   const signature = writer.signature(tool.inputSchema);
   const output = tool.outputSchema;
   if (output && typeof output === "object") {
@@ -240,23 +239,16 @@ function toolDoc(tool: StubTool, signature: StubSignature, odd: Map<string, stri
 /** Unique Python names for the classes of a module. */
 class Names {
   #taken: Set<string>;
-  constructor(taken: Iterable<string>, private parent?: Names) {
+  constructor(taken: Iterable<string>) {
     this.#taken = new Set(taken);
-  }
-  child(): Names {
-    return new Names([], this);
-  }
-  has(name: string): boolean {
-    return this.#taken.has(name) || (this.parent?.has(name) ?? false);
   }
   claim(hint: string): string {
     let base = camel(hint) || "Object";
     if (!/^[A-Za-z_]/.test(base)) base = `T${base}`;
     if (RESERVED.has(base) || KEYWORDS.has(base)) base = `${base}_`;
     let name = base;
-    for (let i = 2; this.has(name); i++) name = `${base}${i}`;
+    for (let i = 2; this.#taken.has(name); i++) name = `${base}${i}`;
     this.#taken.add(name);
-    this.parent?.#taken.add(name);
     return name;
   }
 }
@@ -404,7 +396,7 @@ class TypeWriter {
     const known = this.#refs.get(ref);
     if (known) return known;
     if (this.#resolving.has(ref)) return "Any";
-    const target = resolvePointer(this.root, ref);
+    const target = resolveLocalRef(this.root, ref, STUB_LIMITS.depth);
     if (target === undefined) return "Any";
     const hint = camel(ref.split("/").pop() ?? "") || "Ref";
     // An object definition gets its class name before its fields are typed, so a recursive one can
@@ -484,41 +476,6 @@ function splitUnion(type: string): string[] {
 function typeish(schema: unknown): boolean {
   if (!isSchema(schema)) return false;
   return TYPE_KEYWORDS.some((k) => schema[k] !== undefined);
-}
-
-/** An object schema that does not allow keys beyond its properties (explicitly or by saying nothing). */
-export function closed(s: Schema): boolean {
-  const extra = s.additionalProperties;
-  return (extra === undefined || extra === false) && s.patternProperties === undefined &&
-    s.unevaluatedProperties === undefined && isSchema(s.properties);
-}
-
-function propertiesOf(schema: unknown): Schema {
-  if (!isSchema(schema) || !isSchema(schema.properties)) return {};
-  return schema.properties;
-}
-
-function isSchema(value: unknown): value is Schema {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Resolves a local JSON pointer (`#/$defs/Name`, `#/definitions/Name`) against the tool's schema. */
-function resolvePointer(root: unknown, ref: string): unknown {
-  if (!ref.startsWith("#")) return undefined;
-  let node = root;
-  const path = ref.slice(1).split("/").slice(1);
-  if (path.length > STUB_LIMITS.depth) return undefined;
-  for (const raw of path) {
-    let key: string;
-    try {
-      key = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
-    } catch {
-      return undefined;
-    }
-    if (!isSchema(node) || !Object.hasOwn(node, key)) return undefined;
-    node = node[key];
-  }
-  return node;
 }
 
 /** The default as Python text when it is a simple value of the parameter's type, else `...`. */

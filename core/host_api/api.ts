@@ -18,6 +18,7 @@ import { recordToolCall, type ToolCallRecord } from "./tool_call_activity.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
+import { checkMethods, findServer, findTool } from "./check.ts";
 
 /** What the skill methods need beyond what the API already has (see skills_api.ts). */
 export type SkillsOptions = Omit<SkillsApiDeps, "policy" | "resolveServer" | "allowedServers">;
@@ -206,8 +207,15 @@ export function sandboxApi(
     allowedServers,
   });
 
+  const checkApi = checkMethods({
+    names: () => pool.names(),
+    listTools: (name) => pool.listTools(name),
+    policy,
+  });
+  const more: Record<string, RpcMethod> = { ...skillApi, ...checkApi };
+
   return async (method, params, context) => {
-    if (Object.hasOwn(skillApi, method)) return await skillApi[method](params, context);
+    if (Object.hasOwn(more, method)) return await more[method](params, context);
     const serve = Object.hasOwn(methods, method) ? methods[method] : undefined;
     if (!serve) throw new RpcError("NotImplementedError", `Unknown host method "${method}"`);
     return await serve(params, context);
@@ -216,8 +224,7 @@ export function sandboxApi(
 
 /** Finds a server by name or by its Python alias. */
 function resolveServer(pool: ToolCaller, name: string): string | undefined {
-  const names = pool.names();
-  return names.includes(name) ? name : names.find((n) => pythonAlias(n) === name);
+  return findServer(pool.names(), name);
 }
 
 /**
@@ -227,7 +234,7 @@ function resolveServer(pool: ToolCaller, name: string): string | undefined {
 async function resolveTool(pool: ToolCaller, policy: Policy, server: string, tool: string): Promise<Tool> {
   if (!tool) throw new RpcError("ValueError", "A tool name is required");
   const tools = await pool.listTools(server);
-  const match = tools.find((t) => t.name === tool) ?? tools.find((t) => pythonAlias(t.name) === tool);
+  const match = findTool(tools, tool);
   if (match) {
     enforce(policy.allowsTool(server, match.name, match.annotations));
     return match;

@@ -5,12 +5,16 @@ Found: `mcp_<alias>.<tool>(...)`, `mcp_servers["name"].<tool>(...)`, `call_tool(
 <tool>`, and functions of skills imported with `from skills import <name>` or `from skills.<name> import
 <function>`. Each call carries where it is (line, 1-based column), its keyword names, the values of those
 that are literals, how many positional arguments it has, whether any argument is dynamic (`*args`,
-`**kwargs`, a non-literal arguments dict), the name its resolution depends on (`base`), and whether it
-is guarded: inside a `try` with handlers, a `with suppress(...)`, or a branch whose condition names the
-tool or server (`if "x" in dir(mcp_s)`), where a failure may be what the program expects.
+`**kwargs`, a non-literal arguments dict), and the name its resolution depends on (`base`).
 
-Used by the skill drift check (_skill_code.py) and the pre-run check (_precheck.py), which decides what
-of this is certain.
+Each call also says whether its failure would certainly reach the top of the program (`certain`): the
+call is awaited (directly, or through `asyncio.gather` without `return_exceptions`, `wait_for`, `shield`,
+`asyncio.run`), not inside a `try` with handlers, a `with suppress(...)`, or a branch whose condition names
+the tool or server (`if "x" in dir(mcp_s)`), and not in a lambda, a method, a generator or a function the
+program does not certainly call the same way. Loops and branches that may not run do not make a call
+uncertain: when it runs, it fails.
+
+Used by the skill drift check (_skill_code.py) and the pre-run check (_precheck.py).
 """
 import ast
 import json
@@ -19,18 +23,26 @@ import math
 MAX_CALLS = 10_000
 MAX_VALUE_CHARS = 65_536
 """Most characters of literal argument values kept per call; a larger value is left unknown."""
+MAX_DEPTH = 200
+"""Deeper nesting is not walked (the compiler refuses far less already); calls there are not found."""
 
 _REBINDERS = {"globals", "locals", "vars", "exec", "eval", "__import__", "setattr", "delattr"}
 """Calls that can bind or unbind names where `ast` can't see it."""
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_AWAIT_WRAPPERS = {"gather", "wait_for", "shield"}
+"""Awaited calls whose awaitable arguments' exceptions propagate (gather unless return_exceptions)."""
+_RUNNERS = {"run", "run_until_complete"}
+"""Calls that run a coroutine to completion and raise what it raised."""
 
 _UNKNOWN = None
 """A literal part that can't be read (a name, a call, an f-string) travels as None: None is never judged."""
 
 
 def find(tree, source=""):
-    """{"calls": [...], "imports": [...], "skills": [...], "names": {...}} for a parsed program."""
+    """The calls, imports and bindings of a parsed program (a CallFinder after its walk)."""
     finder = CallFinder(source)
     finder.visit(tree)
+    finder.settle()
     return finder
 
 
@@ -41,18 +53,36 @@ class CallFinder(ast.NodeVisitor):
         self._lines = source.encode("utf-8", "surrogatepass").split(b"\n") if source else []
         self.calls = []
         self.imports = []
-        """`from mcp.servers.<alias> import ...` statements: {line, col, server}."""
+        """`from mcp.servers.<alias> import ...` statements: {line, col, server, certain}."""
         self.skill_imports = []
-        """`from skills import <name>` / `from skills.<name> import <function>`: {line, col, skill, names}."""
+        """`from skills import <name>`, `from skills.<name> import ...`: {line, col, skill, certain}."""
         self.imported = {}
         """local name -> ("tool", server alias, tool) or ("skill", skill, None) or ("function", skill, function)."""
+        self.module_imports = {}
+        """local name -> the dotted name an import binds to it (`from mcp import runtime` -> mcp.runtime)."""
         self.bound = {}
         """Every name the program binds anywhere (assignment, import, def, parameter, ...) -> how many times."""
         self.dynamic_names = False
         """True when the program can bind names in ways `ast` can't follow (exec, globals(), import *)."""
         self.adds_servers = False
         """True when the program calls add_server: servers it adds are not known before it runs."""
-        self._guards = []
+        self._stack = []
+        self._pending = []  # (record, ancestors, node, awaited, names) to judge once the walk is done
+        self._defs = {}  # function name -> (def node, its ancestors)
+        self._called = {}  # function name -> [(call node, ancestors)]
+        self._escaped = set()  # names used other than as the function of a call
+        self._func_names = set()  # id() of Name nodes that are the function of a call
+        self._judged = {}
+
+    def visit(self, node):
+        if len(self._stack) >= MAX_DEPTH:
+            self.dynamic_names = True  # what lies deeper is not seen: nothing about names is certain
+            return None
+        self._stack.append(node)
+        try:
+            return super().visit(node)
+        finally:
+            self._stack.pop()
 
     # Bindings.
 
@@ -62,11 +92,14 @@ class CallFinder(ast.NodeVisitor):
     def visit_Name(self, node):
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             self._bind(node.id)
-        elif node.id == "__builtins__":
-            self.dynamic_names = True
+        else:
+            if node.id == "__builtins__":
+                self.dynamic_names = True
+            if id(node) not in self._func_names:
+                self._escaped.add(node.id)
 
     def visit_Attribute(self, node):
-        if node.attr in ("__dict__", "__builtins__", "modules") or node.attr.startswith("__setattr"):
+        if node.attr in ("__dict__", "__builtins__", "modules"):
             self.dynamic_names = True
         self.generic_visit(node)
 
@@ -78,20 +111,23 @@ class CallFinder(ast.NodeVisitor):
 
     def _visit_function(self, node):
         self._bind(node.name)
-        for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
-                    node.args.vararg, node.args.kwarg]:
-            if arg is not None:
-                self._bind(arg.arg)
+        if node.name in self._defs:
+            self._defs[node.name] = None  # defined twice: which one runs is not certain
+        else:
+            self._defs[node.name] = (node, list(self._stack[:-1]))
+        self._bind_arguments(node.args)
         self.generic_visit(node)
 
     visit_FunctionDef = visit_AsyncFunctionDef = _visit_function
 
     def visit_Lambda(self, node):
-        for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
-                    node.args.vararg, node.args.kwarg]:
+        self._bind_arguments(node.args)
+        self.generic_visit(node)
+
+    def _bind_arguments(self, args):
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
             if arg is not None:
                 self._bind(arg.arg)
-        self.generic_visit(node)
 
     def visit_ClassDef(self, node):
         self._bind(node.name)
@@ -118,27 +154,33 @@ class CallFinder(ast.NodeVisitor):
 
     def visit_Import(self, node):
         for alias in node.names:
-            self._bind(alias.asname or alias.name.split(".")[0])
+            local = alias.asname or alias.name.split(".")[0]
+            self._bind(local)
+            self.module_imports[local] = alias.name if alias.asname else local
             if alias.name == "builtins":
                 self.dynamic_names = True
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
+        names = [name.name for name in node.names]
         where = self._where(node)
+        if node.level == 0:
+            for name in node.names:
+                self.module_imports[name.asname or name.name] = f"{module}.{name.name}"
         if node.level == 0 and module.startswith("mcp.servers.") and module.count(".") == 2:
             server = module.split(".")[2]
-            self.imports.append({**where, "server": server})
+            self._judge({**where, "server": server}, self.imports, node, False, {server, *names})
             for name in node.names:
                 if name.name != "*":
                     self.imported[name.asname or name.name] = ("tool", server, name.name)
         elif node.level == 0 and module == "skills":
             for name in node.names:
                 if name.name != "*":
-                    self.skill_imports.append({**where, "skill": name.name})
+                    self._judge({**where, "skill": name.name}, self.skill_imports, node, False, {name.name})
                     self.imported[name.asname or name.name] = ("skill", name.name, None)
         elif node.level == 0 and module.startswith("skills.") and module.count(".") == 1:
             skill = module.split(".")[1]
-            self.skill_imports.append({**where, "skill": skill})
+            self._judge({**where, "skill": skill}, self.skill_imports, node, False, {skill, *names})
             for name in node.names:
                 if name.name != "*":
                     self.imported[name.asname or name.name] = ("function", skill, name.name)
@@ -148,86 +190,23 @@ class CallFinder(ast.NodeVisitor):
             else:
                 self._bind(name.asname or name.name)
 
-    # Guards: where a failing call may be what the program expects.
-
-    def visit_Try(self, node):
-        if node.handlers:
-            self._guards.append(True)
-            for child in node.body:
-                self.visit(child)
-            self._guards.pop()
-        else:
-            for child in node.body:
-                self.visit(child)
-        for child in [*node.handlers, *node.orelse, *node.finalbody]:
-            self.visit(child)
-
-    visit_TryStar = visit_Try
-
-    def _visit_with(self, node):
-        for item in node.items:
-            self.visit(item)
-        suppressing = any(_called_name(item.context_expr) == "suppress" for item in node.items)
-        self._guards.append(True if suppressing else None)
-        for child in node.body:
-            self.visit(child)
-        self._guards.pop()
-
-    visit_With = visit_AsyncWith = _visit_with
-
-    def _visit_branches(self, node):
-        self.visit(node.test)
-        self._guards.append(_strings(node.test))
-        for child in [*_as_list(node.body), *_as_list(node.orelse)]:
-            self.visit(child)
-        self._guards.pop()
-
-    visit_If = visit_While = visit_IfExp = _visit_branches
-
-    def visit_BoolOp(self, node):
-        self.visit(node.values[0])
-        pushed = 0
-        for value in node.values[1:]:
-            self._guards.append(_strings(node.values[pushed]))
-            pushed += 1
-            self.visit(value)
-        del self._guards[len(self._guards) - pushed:]
-
-    def _visit_comprehension(self, node):
-        for generator in node.generators:
-            self.visit(generator)
-        tests = set()
-        for generator in node.generators:
-            for test in generator.ifs:
-                tests |= _strings(test)
-        self._guards.append(tests)
-        for child in ("elt", "key", "value"):
-            if hasattr(node, child):
-                self.visit(getattr(node, child))
-        self._guards.pop()
-
-    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _visit_comprehension
-
-    def _guarded(self, *names):
-        for guard in self._guards:
-            if guard is True or (isinstance(guard, set) and guard & set(filter(None, names))):
-                return True
-        return False
-
     # Calls.
 
     def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Name):
+            self._func_names.add(id(func))
+            self._called.setdefault(func.id, []).append((node, list(self._stack[:-1])))
+            if func.id in _REBINDERS:
+                self.dynamic_names = True
+        if _called_name(func) == "add_server":
+            self.adds_servers = True
         if len(self.calls) < MAX_CALLS:
             self._record(node)
         self.generic_visit(node)
 
     def _record(self, node):
         func = node.func
-        name = _called_name(func)
-        if name == "add_server":
-            self.adds_servers = True
-        if isinstance(func, ast.Name) and func.id in _REBINDERS:
-            self.dynamic_names = True
         if isinstance(func, ast.Attribute):
             target, attribute = func.value, func.attr
             if attribute.startswith("_"):
@@ -276,9 +255,8 @@ class CallFinder(ast.NodeVisitor):
         dynamic = dynamic or any(isinstance(a, ast.Starred) for a in node.args)
         call = {**self._where(node), "skill": skill, "function": function, "via": "skill", "base": base,
                 "keywords": keywords, "positional": len(node.args), "dynamic": dynamic}
-        if self._guarded(skill, function):
-            call["guarded"] = True
-        self.calls.append(call)
+        # Arguments are bound when the function is called, awaited or not.
+        self._judge(call, self.calls, node, False, {skill, function})
 
     def _add(self, node, server, tool, via, base, keywords, values, dynamic, positional=0):
         call = {**self._where(node), "server": server, "tool": tool, "via": via, "base": base,
@@ -289,18 +267,118 @@ class CallFinder(ast.NodeVisitor):
             call["dynamic"] = True
         if positional:
             call["positional"] = positional
-        if self._guarded(server, tool, f"mcp_{server}"):
-            call["guarded"] = True
-        self.calls.append(call)
+        self._judge(call, self.calls, node, True, {server, tool, f"mcp_{server}"})
+
+    def _judge(self, record, into, node, awaited, names):
+        into.append(record)
+        self._pending.append((record, list(self._stack[:-1]), node, awaited, names))
 
     def _where(self, node):
         line, offset = node.lineno, node.col_offset
         text = self._lines[line - 1] if 0 < line <= len(self._lines) else b""
         return {"line": line, "col": len(text[:offset].decode("utf-8", "replace")) + 1}
 
+    # Whether a failure certainly reaches the top of the program.
 
-def _as_list(value):
-    return value if isinstance(value, list) else [value]
+    def settle(self):
+        """Marks each call and import `certain` or not (needs the whole walk: functions' callers)."""
+        for record, ancestors, node, awaited, names in self._pending:
+            record["certain"] = self._propagates(node, ancestors, awaited, names)
+        self._pending = []
+
+    def _propagates(self, node, ancestors, awaited, names):
+        chain = ancestors + [node]
+        i = len(chain) - 1
+        if awaited:
+            i = _awaited_at(chain, i)
+            if i is None:
+                return False
+        while i > 0:
+            parent, child = chain[i - 1], chain[i]
+            if _guards(parent, child, names):
+                return False
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return self._certainly_called(parent, chain[:i - 1])
+            if isinstance(parent, (ast.Lambda, ast.ClassDef)):
+                return False
+            i -= 1
+        return True
+
+    def _certainly_called(self, function, ancestors):
+        """A function whose body certainly runs when the program does, with its failures unhandled."""
+        key = id(function)
+        if key in self._judged:
+            return self._judged[key]
+        self._judged[key] = False  # recursion through itself proves nothing
+        name = function.name
+        entry = self._defs.get(name)
+        calls = [(c, a) for c, a in self._called.get(name, []) if not any(x is function for x in a)]
+        ok = (entry is not None and entry[0] is function and not function.decorator_list
+              and self.bound.get(name) == 1 and name not in self._escaped and calls
+              and not any(isinstance(a, ast.ClassDef) for a in ancestors) and not _is_generator(function))
+        if ok:
+            is_async = isinstance(function, ast.AsyncFunctionDef)
+            ok = all(self._propagates(c, a, is_async, {name}) for c, a in calls)
+        self._judged[key] = ok
+        return ok
+
+
+def _awaited_at(chain, i):
+    """Where the coroutine made at chain[i] is awaited with its exception propagating, or None."""
+    child = chain[i]
+    j = i - 1
+    while j >= 0:
+        parent = chain[j]
+        if isinstance(parent, ast.Await):
+            return j
+        if isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Starred)) or (
+                isinstance(parent, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and parent.elt is child):
+            child, j = parent, j - 1
+            continue
+        if isinstance(parent, ast.Call) and child in parent.args:
+            name = _called_name(parent.func)
+            if name in _AWAIT_WRAPPERS and (name == "gather" or parent.args[0] is child) and _raises(parent):
+                child, j = parent, j - 1
+                continue
+            if name in _RUNNERS and parent.args and parent.args[0] is child:
+                return j
+        return None
+    return None
+
+
+def _raises(call):
+    """A gather whose exceptions propagate: no return_exceptions, or return_exceptions=False."""
+    for keyword in call.keywords:
+        if keyword.arg == "return_exceptions":
+            return isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+        if keyword.arg is None:
+            return False
+    return True
+
+
+def _guards(parent, child, names):
+    """Whether `parent` may handle or avoid a failure in its part `child`."""
+    if isinstance(parent, (ast.Try, ast.TryStar)):
+        return bool(parent.handlers) and child in parent.body
+    if isinstance(parent, (ast.With, ast.AsyncWith)):
+        return child in parent.body and any(_called_name(item.context_expr) == "suppress" for item in parent.items)
+    if isinstance(parent, (ast.If, ast.While, ast.IfExp)):
+        return child is not parent.test and bool(_strings(parent.test) & names)
+    if isinstance(parent, ast.BoolOp):
+        before = parent.values[:parent.values.index(child)] if child in parent.values else []
+        return any(_strings(value) & names for value in before)
+    if isinstance(parent, ast.comprehension):
+        return False
+    if isinstance(parent, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        return any(_strings(test) & names for generator in parent.generators for test in generator.ifs)
+    return False
+
+
+def _is_generator(function):
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+    return False
 
 
 def _called_name(node):
@@ -314,7 +392,7 @@ def _called_name(node):
 
 
 def _base_of(node):
-    """The name a `<x>.call_tool` depends on: `runtime`, or `mcp` for `mcp.runtime`; None otherwise."""
+    """The name a `<x>.call_tool` depends on: `runtime`, or `mcp.runtime`; None otherwise."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute) and node.attr == "runtime" and isinstance(node.value, ast.Name) \

@@ -1,0 +1,70 @@
+/**
+ * Test helper for the pre-run check: the tools of the servers the check corpus calls (the reference
+ * servers' catalogs and tests/testdata/precheck/servers.json), and a host that serves the sandbox's calls
+ * with the real RPC handler (core/host_api/api.ts) over a fake pool that records every tool call it gets.
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { ServerSpec } from "../../core/contracts/discovery.ts";
+import { sandboxApi, type ToolCaller } from "../../core/host_api/api.ts";
+import { Policy } from "../../core/config/policy.ts";
+import { RpcError, type RpcContext } from "../../core/host_api/rpc.ts";
+import { toolDoc } from "../../core/catalog/docs.ts";
+import { pythonAlias } from "../../core/python_alias.ts";
+import type { BootstrapConfig } from "../../core/sandbox/protocol.ts";
+import type { RpcAnswer, RpcFrame } from "./_local_python.ts";
+
+const data = (path: string) => JSON.parse(readFileSync(new URL(`../testdata/${path}`, import.meta.url), "utf8"));
+
+/** Every server of the corpus and its tools. */
+export const CORPUS_TOOLS: Record<string, Tool[]> = {
+  ...Object.fromEntries(
+    ["everything", "filesystem", "memory"].map((name) => [name, data(`catalogs/${name}.json`).tools as Tool[]]),
+  ),
+  ...Object.fromEntries(
+    Object.entries(data("precheck/servers.json")).filter(([k]) => !k.startsWith("_")) as [string, Tool[]][],
+  ),
+};
+
+/** The bootstrap config naming the servers of `tools`. */
+export function configFor(tools: Record<string, Tool[]> = CORPUS_TOOLS, extra = {}): BootstrapConfig {
+  return {
+    max_output: 1024 * 1024,
+    servers: Object.keys(tools).map((name) => ({ name, alias: pythonAlias(name) })),
+    ...extra,
+  };
+}
+
+/** A host answering with the real API; `calls` lists the tool calls that reached the pool. */
+export function checkHost(tools: Record<string, Tool[]> = CORPUS_TOOLS, policy = new Policy()) {
+  const calls: string[] = [];
+  const pool: ToolCaller = {
+    names: () => Object.keys(tools),
+    spec: (name) => ({ name, transport: "stdio", command: "node" }) as ServerSpec,
+    listTools: (name) => Promise.resolve(tools[name] ?? []),
+    callTool: (name, tool) => {
+      calls.push(`${name}/${tool}`);
+      return Promise.resolve({ content: [{ type: "text", text: "ok" }] } as CallToolResult);
+    },
+  };
+  const api = sandboxApi(
+    pool,
+    {
+      search: () => [],
+      docs: (server) => (tools[server] ?? []).map((t) => toolDoc(server, t)),
+    },
+    { unwrap: (r) => r.structuredContent ?? "ok", raw: (r) => r },
+    policy,
+  );
+  const context: RpcContext = { session: "test", signal: new AbortController().signal };
+  const answer = async (rpc: RpcFrame): Promise<RpcAnswer> => {
+    try {
+      return { value: (await api(rpc.method, rpc.params, context)) ?? null };
+    } catch (error) {
+      const type = error instanceof RpcError ? error.pythonType : "RuntimeError";
+      return { error: { type, message: (error as Error).message } };
+    }
+  };
+  return { calls, answer };
+}

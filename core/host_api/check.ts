@@ -131,9 +131,12 @@ async function checkOne(
   // With combinators or references at the top, which keys the schema takes is not read here.
   const readable = closed(schema) &&
     !["anyOf", "oneOf", "allOf", "$ref", "if", "not"].some((k) => k in schema);
+  // A misspelt keyword is one problem, not also a missing one: its fix names the right spelling.
+  const meant = new Set<string>();
   if (readable) {
     for (const keyword of own.filter((k) => !properties.includes(k))) {
       const near = nearest(keyword, properties, 1);
+      if (near.length && !given.includes(near[0])) meant.add(near[0]);
       problems.push({
         kind: "unknown-argument",
         message: `${written}: "${tool.name}" takes no argument "${keyword}"`,
@@ -143,8 +146,8 @@ async function checkOne(
       });
     }
   }
-  if (!call.dynamic) {
-    for (const name of required.filter((r) => !given.includes(r))) {
+  if (!call.dynamic && !call.positional) {
+    for (const name of required.filter((r) => !given.includes(r) && !meant.has(r))) {
       const type = schemaType(propertiesOf(schema)[name]);
       problems.push({
         kind: "missing-argument",

@@ -30,7 +30,6 @@ import mcpCalls from "./mcp/_calls.py" with { type: "text" };
 import mcpDryRun from "./mcp/_dry_run.py" with { type: "text" };
 import mcpPrecheck from "./mcp/_precheck.py" with { type: "text" };
 import mcpProxy from "./mcp/_proxy.py" with { type: "text" };
-import mcpSchema from "./mcp/_schema.py" with { type: "text" };
 import mcpSkillCode from "./mcp/_skill_code.py" with { type: "text" };
 import mcpSkills from "./mcp/_skills.py" with { type: "text" };
 import mcpRuntime from "./mcp/runtime.py" with { type: "text" };
@@ -65,7 +64,6 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "mcp._dry_run": mcpDryRun,
   "mcp._precheck": mcpPrecheck,
   "mcp._proxy": mcpProxy,
-  "mcp._schema": mcpSchema,
   "mcp._skill_code": mcpSkillCode,
   "mcp._skills": mcpSkills,
   "mcp.runtime": mcpRuntime,

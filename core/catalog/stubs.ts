@@ -482,11 +482,12 @@ function typeish(schema: unknown): boolean {
 function defaultText(prop: unknown, type: string): string {
   if (!isSchema(prop) || !("default" in prop)) return "...";
   const value = prop.default;
-  const fits = (typeof value === "string" && type === "str" && value.length <= STUB_LIMITS.literalChars) ||
-    (typeof value === "boolean" && type === "bool") ||
+  const parts = splitUnion(type);
+  const fits = (typeof value === "string" && parts.includes("str") && value.length <= STUB_LIMITS.literalChars) ||
+    (typeof value === "boolean" && parts.includes("bool")) ||
     (typeof value === "number" && Number.isFinite(value) &&
-      (type === "float" || (type === "int" && Number.isSafeInteger(value)))) ||
-    (value === null && splitUnion(type).includes("None"));
+      (parts.includes("float") || (parts.includes("int") && Number.isSafeInteger(value)))) ||
+    (value === null && parts.includes("None"));
   return fits ? pythonLiteral(value) : "...";
 }
 

@@ -19,6 +19,7 @@ import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts
 import type { SearchHit } from "../catalog/index.ts";
 import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
 import { checkMethods, findServer, findTool } from "./check.ts";
+import { serverStub, toolStub } from "../catalog/stubs.ts";
 
 /** What the skill methods need beyond what the API already has (see skills_api.ts). */
 export type SkillsOptions = Omit<SkillsApiDeps, "policy" | "resolveServer" | "allowedServers">;
@@ -170,6 +171,19 @@ export function sandboxApi(
           }
         }
         return found.map(detail === "full" ? toolFull : toolSummary);
+      },
+      // Python stubs of a server's tools (runtime.stubs), or of one tool with its signature (help()).
+      async stubs(params) {
+        const name = server(params);
+        const docs = await toolDocs(name);
+        if (typeof params.tool !== "string" || !params.tool) return { text: serverStub(name, docs) };
+        const wanted = params.tool;
+        const doc = docs.find((d) => d.tool === wanted) ?? docs.find((d) => pythonAlias(d.tool) === wanted);
+        if (!doc) {
+          await resolveTool(pool, policy, name, wanted); // raises PermissionError when the policy hid it
+          throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
+        }
+        return toolStub(doc);
       },
       async search_tool_docs(params) {
         const query = String(params.query ?? "").trim();

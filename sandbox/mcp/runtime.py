@@ -39,6 +39,7 @@ __all__ = [
     "read_skill",
     "read_skill_sync",
     "dry_run",
+    "stubs",
 ]
 
 _DETAILS = ("summary", "full")
@@ -162,6 +163,15 @@ async def read_skill(name):
 def read_skill_sync(name):
     """Blocking read_skill()."""
     return _rpc().call_sync("read_skill", {"name": str(name)})
+
+
+async def stubs(server, tool=None):
+    """Python stubs (.pyi text) of a server's tools: keyword-only signatures with types, TypedDicts for
+    objects, the descriptions as docstrings; with tool=..., that tool's stub alone."""
+    params = {"server": _proxy.server_name(server)}
+    if tool is not None:
+        params["tool"] = str(tool)
+    return (await _rpc().call("stubs", params))["text"]
 
 
 def dry_run():

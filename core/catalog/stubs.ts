@@ -483,7 +483,8 @@ function defaultText(prop: unknown, type: string): string {
   if (!isSchema(prop) || !("default" in prop)) return "...";
   const value = prop.default;
   const parts = splitUnion(type);
-  const fits = (typeof value === "string" && parts.includes("str") && value.length <= STUB_LIMITS.literalChars) ||
+  const fits =
+    (typeof value === "string" && parts.includes("str") && value.length <= STUB_LIMITS.literalChars) ||
     (typeof value === "boolean" && parts.includes("bool")) ||
     (typeof value === "number" && Number.isFinite(value) &&
       (parts.includes("float") || (parts.includes("int") && Number.isSafeInteger(value)))) ||

@@ -215,24 +215,19 @@ function paramsText(signature: StubSignature): string {
   return params.join(", ");
 }
 
-/** The docstring text: the description, then one line per parameter. */
+/** The docstring text: the description, then a line per described parameter and per one it cannot name. */
 function toolDoc(tool: StubTool, signature: StubSignature, odd: Map<string, string>): string {
   const lines = [clip((tool.description ?? "").trim(), STUB_LIMITS.description) || "(no description)"];
   const properties = propertiesOf(tool.inputSchema);
-  const described = [...signature.params.map((p) => p.name), ...odd.keys()]
-    .map((name) => [name, oneLine(String((properties[name] as Schema | undefined)?.description ?? ""))])
-    .filter(([, text]) => text);
-  if (described.length) {
-    lines.push("", "Args:");
-    for (const [name, text] of described) {
-      const how = odd.has(name) ? ` (pass as **{${JSON.stringify(name)}: ...}; ${odd.get(name)})` : "";
-      lines.push(`    ${name}:${how} ${clip(text, STUB_LIMITS.fieldDescription)}`);
-    }
-  }
-  const unnamed = [...odd].filter(([name]) => !described.some(([n]) => n === name));
-  for (const [name, type] of unnamed) {
-    lines.push(`    ${name}: pass as **{${JSON.stringify(name)}: ...} (${type})`);
-  }
+  const about = (name: string) =>
+    clip(oneLine(String((properties[name] as Schema | undefined)?.description ?? "")), STUB_LIMITS.fieldDescription);
+  const args = [
+    ...signature.params.filter((p) => about(p.name)).map((p) => `${p.name}: ${about(p.name)}`),
+    ...[...odd].map(([name, type]) =>
+      `${comment(name)}: pass as **{${pythonString(name)}: ...} (${type})${about(name) ? `; ${about(name)}` : ""}`
+    ),
+  ];
+  if (args.length) lines.push("", "Args:", ...args.map((a) => `    ${a}`));
   return lines.join("\n");
 }
 
@@ -488,7 +483,9 @@ function defaultText(prop: unknown, type: string): string {
     (typeof value === "boolean" && parts.includes("bool")) ||
     (typeof value === "number" && Number.isFinite(value) &&
       (parts.includes("float") || (parts.includes("int") && Number.isSafeInteger(value)))) ||
-    (value === null && parts.includes("None"));
+    (value === null && parts.includes("None")) ||
+    (["string", "number", "boolean"].includes(typeof value) &&
+      parts.some((p) => p.startsWith("Literal[") && p.slice(8, -1).split(", ").includes(pythonLiteral(value))));
   return fits ? pythonLiteral(value) : "...";
 }
 

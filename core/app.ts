@@ -136,6 +136,7 @@ export class Codemode {
           skillDocs: () => this.catalog.skillDocs(),
           toolDocs: (server) => this.#toolDocs(server),
         },
+        { unplanned: this.settings.planUnplanned },
       ),
       maxOutput: s.maxOutput,
       maxDisplay: s.maxDisplay,

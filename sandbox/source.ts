@@ -28,6 +28,7 @@ import watchdog from "./codemode_runtime/watchdog.py" with { type: "text" };
 import mcpInit from "./mcp/__init__.py" with { type: "text" };
 import mcpCalls from "./mcp/_calls.py" with { type: "text" };
 import mcpDryRun from "./mcp/_dry_run.py" with { type: "text" };
+import mcpPlan from "./mcp/_plan.py" with { type: "text" };
 import mcpPrecheck from "./mcp/_precheck.py" with { type: "text" };
 import mcpProxy from "./mcp/_proxy.py" with { type: "text" };
 import mcpSkillCode from "./mcp/_skill_code.py" with { type: "text" };
@@ -62,6 +63,7 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "mcp": mcpInit,
   "mcp._calls": mcpCalls,
   "mcp._dry_run": mcpDryRun,
+  "mcp._plan": mcpPlan,
   "mcp._precheck": mcpPrecheck,
   "mcp._proxy": mcpProxy,
   "mcp._skill_code": mcpSkillCode,

@@ -220,11 +220,16 @@ function toolDoc(tool: StubTool, signature: StubSignature, odd: Map<string, stri
   const lines = [clip((tool.description ?? "").trim(), STUB_LIMITS.description) || "(no description)"];
   const properties = propertiesOf(tool.inputSchema);
   const about = (name: string) =>
-    clip(oneLine(String((properties[name] as Schema | undefined)?.description ?? "")), STUB_LIMITS.fieldDescription);
+    clip(
+      oneLine(String((properties[name] as Schema | undefined)?.description ?? "")),
+      STUB_LIMITS.fieldDescription,
+    );
   const args = [
     ...signature.params.filter((p) => about(p.name)).map((p) => `${p.name}: ${about(p.name)}`),
     ...[...odd].map(([name, type]) =>
-      `${comment(name)}: pass as **{${pythonString(name)}: ...} (${type})${about(name) ? `; ${about(name)}` : ""}`
+      `${comment(name)}: pass as **{${pythonString(name)}: ...} (${type})${
+        about(name) ? `; ${about(name)}` : ""
+      }`
     ),
   ];
   if (args.length) lines.push("", "Args:", ...args.map((a) => `    ${a}`));
@@ -485,7 +490,9 @@ function defaultText(prop: unknown, type: string): string {
       (parts.includes("float") || (parts.includes("int") && Number.isSafeInteger(value)))) ||
     (value === null && parts.includes("None")) ||
     (["string", "number", "boolean"].includes(typeof value) &&
-      parts.some((p) => p.startsWith("Literal[") && p.slice(8, -1).split(", ").includes(pythonLiteral(value))));
+      parts.some((p) =>
+        p.startsWith("Literal[") && p.slice(8, -1).split(", ").includes(pythonLiteral(value))
+      ));
   return fits ? pythonLiteral(value) : "...";
 }
 

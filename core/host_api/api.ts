@@ -14,12 +14,14 @@ import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
 import { redact, secretsOf } from "../upstream/redact.ts";
 import { type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
 import { summarizeArguments } from "./approvals.ts";
+import type { PlannedCall } from "./dry_run.ts";
 import { recordToolCall, type ToolCallRecord } from "./tool_call_activity.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
 import { checkMethods, findServer, findTool } from "./check.ts";
 import { serverStub, toolStub } from "../catalog/stubs.ts";
+import { planMethods } from "./plan_api.ts";
 
 /** What the skill methods need beyond what the API already has (see skills_api.ts). */
 export type SkillsOptions = Omit<SkillsApiDeps, "policy" | "resolveServer" | "allowedServers">;
@@ -60,7 +62,9 @@ export function sandboxApi(
   codec: ResultCodec,
   policy: Policy = new Policy(),
   skills?: SkillsOptions,
+  options: { unplanned?: "deny" | "ask" } = {},
 ): RpcHandler {
+  const unplanned = options.unplanned ?? "deny";
   // One AbortSignal per run, so counting by signal counts per run and forgets finished runs by itself.
   const callsMade = new WeakMap<AbortSignal, number>();
   const allowedServers = () => pool.names().filter((n) => policy.allowsServer(n).ok);
@@ -131,13 +135,26 @@ export function sandboxApi(
           const made = callsMade.get(signal) ?? 0;
           enforce(policy.allowsCall(made));
           callsMade.set(signal, made + 1);
+          const planned = { server: name, tool: tool.name, arguments: args as Record<string, unknown> };
+          const plan = params.plan === undefined ? undefined : context.plans?.get(params.plan);
+          if (params.plan !== undefined && !plan) throw new RpcError("PermissionError", "No plan runs here");
           // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
           // A planned call is not made, so it is no tool call in the activity record either.
           if (params.dry_run === true && !isReadOnly(tool.annotations)) {
-            context.plan?.({ server: name, tool: tool.name, arguments: args as Record<string, unknown> });
+            if (plan && plan.state !== "rehearsing") {
+              throw new RpcError("PermissionError", "The plan's rehearsal is over");
+            }
+            if (plan) plan.record(planned);
+            else context.plan?.(planned);
             return null;
           }
-          const reason = policy.approvalReason(name, tool.name, tool.annotations);
+          let reason = policy.approvalReason(name, tool.name, tool.annotations);
+          if (plan && !isReadOnly(tool.annotations)) {
+            // Approved with the plan: no further question. Anything else is refused, or asked on its own.
+            if (plan.state === "approved" && plan.take(planned)) reason = undefined;
+            else if (unplanned === "ask") reason = "it is not in the plan the user approved";
+            else throw new RpcError("PermissionError", unplannedMessage(planned, plan.state));
+          }
           if (reason !== undefined) await approved(context, name, tool.name, args, reason);
           const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, { signal });
           recordToolCall(call, { result });
@@ -226,7 +243,11 @@ export function sandboxApi(
     listTools: (name) => pool.listTools(name),
     policy,
   });
-  const more: Record<string, RpcMethod> = { ...skillApi, ...checkApi };
+  const more: Record<string, RpcMethod> = {
+    ...skillApi,
+    ...checkApi,
+    ...planMethods({ secrets: allSecrets }),
+  };
 
   return async (method, params, context) => {
     if (Object.hasOwn(more, method)) return await more[method](params, context);
@@ -260,6 +281,15 @@ async function resolveTool(pool: ToolCaller, policy: Policy, server: string, too
       available.map((t) => pythonAlias(t.name)).join(", ") || "none"
     }`,
   );
+}
+
+/** Why a call in a plan's block was refused: not among the approved calls (or none were approved). */
+function unplannedMessage(call: PlannedCall, state: string): string {
+  const id = `"${call.server}/${call.tool}"`;
+  if (state !== "approved") return `Call to ${id} refused: the plan is not approved`;
+  return `Call to ${id} refused: it is not in the plan the user approved (or was already made as often as ` +
+    "approved); calls that change anything must be the plan's, with the same arguments " +
+    "(CODEMODE_PLAN_UNPLANNED=ask asks about such calls instead)";
 }
 
 /** Raises a refusal in the sandbox as PermissionError. */

@@ -21,6 +21,16 @@ export interface ApprovalRequest {
   summary: string;
   /** Which rule asks, and where it was set. */
   reason: string;
+  /** Set when the question is a plan's (runtime.plan): `summary` then lists its calls, one per line. */
+  plan?: PlanSummary;
+}
+
+/** What a plan question shows besides its calls' lines. */
+export interface PlanSummary {
+  /** What the program says the plan does: its own words, shown quoted, redacted and cut. */
+  description: string;
+  /** How many calls its rehearsal recorded. */
+  calls: number;
 }
 
 /** A person's answer, from an MCP client's form or from the dashboard. */
@@ -137,13 +147,16 @@ export class ApprovalBroker {
     let unanswered = false;
     return async (request, signal) => {
       const state = this.#state(session);
-      const key = `${request.server}/${request.tool}`;
-      if (state.approved.has(key)) return { approved: true, outcome: "remembered" };
+      // A plan is asked every time: approving one never approves a tool for the session.
+      const key = request.plan ? undefined : `${request.server}/${request.tool}`;
+      if (key && state.approved.has(key)) return { approved: true, outcome: "remembered" };
       let asker = ask;
       if (!asker && this.options.fallback === "deny" && await this.#watched()) asker = answerFromElsewhere;
       if (!asker) return this.#unavailable(request, session, requestId);
       const turn = state.tail.then(async () => {
-        if (state.approved.has(key)) return { approved: true, outcome: "remembered" } as ApprovalAnswer;
+        if (key && state.approved.has(key)) {
+          return { approved: true, outcome: "remembered" } as ApprovalAnswer;
+        }
         if (signal.aborted) return refusal(request, "cancelled", "the run ended before the user was asked");
         if (unanswered) {
           return refusal(
@@ -231,7 +244,9 @@ export class ApprovalBroker {
         clearTimeout(timer);
         signal.removeEventListener("abort", onAbort);
         stop.abort();
-        const scope = outcome === "approved" ? decision?.scope ?? "once" : undefined;
+        const scope = outcome === "approved"
+          ? (request.plan ? "once" : decision?.scope ?? "once")
+          : undefined;
         if (scope === "session") this.#state(session).approved.add(`${request.server}/${request.tool}`);
         stats.approval(outcome === "approved" ? "approved" : outcome === "timeout" ? "timeout" : "declined");
         log.info("approval answered", {
@@ -336,11 +351,29 @@ export class ApprovalBroker {
 
 /** The text a person reads: who wants to call what, with which arguments, why we ask, and for how long. */
 export function questionText(request: ApprovalRequest, timeoutSeconds: number): string {
+  if (request.plan) return planQuestionText(request, request.plan, timeoutSeconds);
   return [
     `Sandbox code wants to call the tool "${request.tool}" of the MCP server "${request.server}".`,
     `Arguments: ${request.summary}`,
     `Asked because ${request.reason}.`,
     `Approve this call? No answer within ${duration(timeoutSeconds)} counts as declined.`,
+  ].join("\n");
+}
+
+/** A plan's question: what the program says it does, and every call it will make if approved. */
+function planQuestionText(request: ApprovalRequest, plan: PlanSummary, timeoutSeconds: number): string {
+  const n = plan.calls;
+  return [
+    `Sandbox code asks you to approve a plan: "${plan.description}".`,
+    n
+      ? `If you approve, it will make ${
+        n === 1 ? "this call" : `these ${n} calls`
+      } (tools annotated read-only run without being asked about):`
+      : "It makes no call that could change anything (tools annotated read-only run without being asked about):",
+    request.summary,
+    "Only these calls will go out, without further questions; any other call that could change something " +
+    "is refused. The block's other steps run again too.",
+    `Approve the plan? No answer within ${duration(timeoutSeconds)} counts as declined.`,
   ].join("\n");
 }
 
@@ -360,6 +393,11 @@ export function summarizeArguments(args: Record<string, unknown>, secrets: reado
     `${clip(name, secrets, 60)}=${clip(jsonText(value), secrets, SUMMARY_LIMITS.value)}`
   );
   return clip(pairs.join(", "), secrets, SUMMARY_LIMITS.total);
+}
+
+/** `text` with every configured secret redacted, then cut to `max` characters (for text a person reads). */
+export function redactedText(text: string, secrets: readonly string[], max: number): string {
+  return clip(text, secrets, max);
 }
 
 /**

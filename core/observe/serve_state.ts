@@ -65,6 +65,8 @@ export interface PendingApprovalInfo {
   expiresAt: string;
   /** Whether the MCP client was asked too; false when only the dashboard can answer. */
   client: boolean;
+  /** Set for a plan's question (runtime.plan): its description and how many calls `summary` lists. */
+  plan?: { description: string; calls: number };
 }
 
 /** Everything one serve publishes about itself. */

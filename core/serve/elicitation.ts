@@ -36,6 +36,20 @@ export const APPROVAL_FORM: ElicitRequestFormParams["requestedSchema"] = {
   required: ["approve"],
 };
 
+/** The form of a plan's question: one answer for the whole plan (never "for the session"). */
+export const PLAN_FORM: ElicitRequestFormParams["requestedSchema"] = {
+  type: "object",
+  properties: {
+    approve: {
+      type: "boolean",
+      title: "Approve the plan",
+      description: "Let exactly the listed calls go out; otherwise sandbox code gets a PermissionError",
+      default: false,
+    },
+  },
+  required: ["approve"],
+};
+
 /** Whether a client that declared `capabilities` can be asked with a form (an empty `elicitation` counts). */
 export function canAskForm(capabilities: ClientCapabilities | undefined): boolean {
   const elicitation = capabilities?.elicitation as Record<string, unknown> | undefined;
@@ -59,7 +73,11 @@ export function elicitationAsk(
   return async (question, signal) =>
     decisionOf(
       await elicitInput(
-        { mode: "form", message: question.message, requestedSchema: APPROVAL_FORM },
+        {
+          mode: "form",
+          message: question.message,
+          requestedSchema: question.plan ? PLAN_FORM : APPROVAL_FORM,
+        },
         { signal, timeout },
       ),
     );

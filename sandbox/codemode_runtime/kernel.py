@@ -116,13 +116,14 @@ class Kernel:
 
     def _install_api(self):
         import mcp
-        from mcp import _precheck, _proxy, _skills, servers
+        from mcp import _plan, _precheck, _proxy, _skills, servers
 
         proxies = _proxy.build(self.config["servers"])
         servers.register(self.config["servers"], proxies)
         self.namespace.setdefault("__builtins__", builtins)
         self.namespace.setdefault("asyncio", asyncio)  # as the bridge's prompts assume
         builtins.display = self.display.display  # as in IPython
+        setattr(builtins, _plan.PASSES, _plan.passes)  # what a rewritten `async with runtime.plan()` loops over
         names = [server["name"] for server in self.config["servers"]]
         # The globals user code gets; skills imported later get the same ones.
         self.api = {"mcp_servers": {name: proxies[name] for name in names}, "ToolError": mcp.ToolError}

@@ -18,7 +18,7 @@ import sys
 
 from codemode_runtime import context
 
-from . import _calls, _proxy
+from . import _calls, _plan, _proxy
 
 NOCHECK = "# codemode: nocheck"
 MAX_FINDINGS = 50
@@ -38,7 +38,7 @@ class Gate:
         if found:
             structured = [{k: f[k] for k in ("line", "col", "kind", "message", "fix") if k in f} for f in found]
             return Outcome("error", error=report(found), check=structured)
-        return tree
+        return _plan.rewrite(tree)
 
     def syntax_error(self, source, error):
         """The structured finding of a program that does not compile (its text stays Python's own)."""

@@ -5,7 +5,7 @@ import re
 from codemode_runtime import context
 from codemode_runtime.rpc import ToolError, mcp_error
 
-from . import _dry_run
+from . import _dry_run, _plan
 
 _registry = {}  # server name -> ServerProxy
 
@@ -43,7 +43,10 @@ async def call_tool(server, tool, arguments=None, raw=False):
     """Awaits one tool call on the host; a tool error raises ToolError naming the server and tool."""
     params = {"server": server_name(server), "tool": tool, "arguments": dict(arguments or {})}
     params["raw"] = bool(raw)
-    if _dry_run.active():
+    plan = _plan.current()
+    if plan is not None:
+        params["plan"] = plan[0]
+    if _dry_run.active() or (plan is not None and plan[1]):
         params["dry_run"] = True
     try:
         return await context.current().rpc.call("call_tool", params)

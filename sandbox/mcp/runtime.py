@@ -13,7 +13,7 @@ is what the bridge returns.
 from codemode_runtime import context
 from codemode_runtime.rpc import MCPError, ToolError, mcp_error
 
-from . import _dry_run, _proxy, _skills
+from . import _dry_run, _plan, _proxy, _skills
 
 __all__ = [
     "MCPError",
@@ -39,6 +39,7 @@ __all__ = [
     "read_skill",
     "read_skill_sync",
     "dry_run",
+    "plan",
     "stubs",
 ]
 
@@ -182,6 +183,19 @@ def dry_run():
     same code outside the block to make the calls for real.
     """
     return _dry_run.DryRun()
+
+
+def plan(description):
+    """A block whose calls the user approves once, as a whole: `async with runtime.plan("what it does"):`.
+
+    The block runs twice. First as a dry run: tools annotated read-only run, other calls return None and are
+    recorded. Then the user is asked one question listing every recorded call; once approved, the block
+    runs again for real and exactly those calls go out without further questions, while any other call
+    that could change something raises PermissionError. Declined: the block does not run again and the
+    `async with` raises PermissionError. Code in the block that is not a tool call (prints, files,
+    counters) runs twice; `as p` gives the plan, and `p.dry` is True during the first run.
+    """
+    return _plan.Plan(description)
 
 
 def list_loaded_server_metadata():

@@ -10,6 +10,8 @@ import type { ServerSpec } from "../../core/contracts/discovery.ts";
 import { sandboxApi, type ToolCaller } from "../../core/host_api/api.ts";
 import { Policy } from "../../core/config/policy.ts";
 import { RpcError, type RpcContext } from "../../core/host_api/rpc.ts";
+import { RunPlans } from "../../core/host_api/plans.ts";
+import type { Approver } from "../../core/host_api/approvals.ts";
 import { toolDoc } from "../../core/catalog/docs.ts";
 import { pythonAlias } from "../../core/python_alias.ts";
 import type { BootstrapConfig } from "../../core/sandbox/protocol.ts";
@@ -36,15 +38,24 @@ export function configFor(tools: Record<string, Tool[]> = CORPUS_TOOLS, extra = 
   };
 }
 
-/** A host answering with the real API; `calls` lists the tool calls that reached the pool. */
-export function checkHost(tools: Record<string, Tool[]> = CORPUS_TOOLS, policy = new Policy()) {
+/**
+ * A host answering with the real API; `calls` lists the tool calls that reached the pool (with their
+ * arguments in `made`). `approve` answers approval questions; plans live as long as the host.
+ */
+export function checkHost(
+  tools: Record<string, Tool[]> = CORPUS_TOOLS,
+  policy = new Policy(),
+  options: { approve?: Approver; unplanned?: "deny" | "ask" } = {},
+) {
   const calls: string[] = [];
+  const made: { server: string; tool: string; args: Record<string, unknown> }[] = [];
   const pool: ToolCaller = {
     names: () => Object.keys(tools),
     spec: (name) => ({ name, transport: "stdio", command: "node" }) as ServerSpec,
     listTools: (name) => Promise.resolve(tools[name] ?? []),
-    callTool: (name, tool) => {
+    callTool: (name, tool, args) => {
       calls.push(`${name}/${tool}`);
+      made.push({ server: name, tool, args });
       return Promise.resolve({ content: [{ type: "text", text: "ok" }] } as CallToolResult);
     },
   };
@@ -56,8 +67,16 @@ export function checkHost(tools: Record<string, Tool[]> = CORPUS_TOOLS, policy =
     },
     { unwrap: (r) => r.structuredContent ?? "ok", raw: (r) => r },
     policy,
+    undefined,
+    { unplanned: options.unplanned },
   );
-  const context: RpcContext = { session: "test", signal: new AbortController().signal };
+  const signal = new AbortController().signal;
+  const context: RpcContext = {
+    session: "test",
+    signal,
+    plans: new RunPlans(),
+    ...(options.approve ? { approve: (request) => options.approve!(request, signal) } : {}),
+  };
   const answer = async (rpc: RpcFrame): Promise<RpcAnswer> => {
     try {
       return { value: (await api(rpc.method, rpc.params, context)) ?? null };
@@ -66,5 +85,5 @@ export function checkHost(tools: Record<string, Tool[]> = CORPUS_TOOLS, policy =
       return { error: { type, message: (error as Error).message } };
     }
   };
-  return { calls, answer };
+  return { calls, made, answer };
 }

@@ -39,7 +39,9 @@ export function PendingApprovals({ serves }) {
       const state = sent[a.id] ?? {};
       return html`
         <div class="approval" data-approval=${a.id}>
-          <p><span class="mono">${a.server} / ${a.tool}</span>
+          <p>${a.plan
+            ? html`<span class="mono">plan: “${a.plan.description}”</span> <span class="muted">(${a.plan.calls} calls on ${a.server})</span>`
+            : html`<span class="mono">${a.server} / ${a.tool}</span>`}
                   <span class="muted"> · serve ${pid} · session ${a.session.slice(0, 8)} · asked ${ago(
                     a.askedAt,
                   )} · ${left(a.expiresAt)}</span></p>

@@ -277,9 +277,10 @@ export function Approvals({ approvals }) {
         const outcome = a.closed?.outcome ?? "waiting";
         const via = a.closed?.via ? ` on the ${a.closed.via === "client" ? "client" : a.closed.via}` : "";
         return html`<li data-approval=${a.id}>
-          <span class="mono">${q.server} / ${q.tool}</span> <${Badge} status=${outcome} />${via}${
-          a.closed?.scope === "session" ? " (for the session)" : ""
-        }
+          <span class="mono">${
+          q.plan ? `plan: “${q.plan.description}”` : `${q.server} / ${q.tool}`
+        }</span> <${Badge}
+            status=${outcome} />${via}${a.closed?.scope === "session" ? " (for the session)" : ""}
           <div class="muted">${q.summary}</div>
         </li>`;
       })}</ul>

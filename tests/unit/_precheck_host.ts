@@ -9,7 +9,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
 import { sandboxApi, type ToolCaller } from "../../core/host_api/api.ts";
 import { Policy } from "../../core/config/policy.ts";
-import { RpcError, type RpcContext } from "../../core/host_api/rpc.ts";
+import { type RpcContext, RpcError } from "../../core/host_api/rpc.ts";
 import { RunPlans } from "../../core/host_api/plans.ts";
 import type { Approver } from "../../core/host_api/approvals.ts";
 import { toolDoc } from "../../core/catalog/docs.ts";
@@ -17,12 +17,15 @@ import { pythonAlias } from "../../core/python_alias.ts";
 import type { BootstrapConfig } from "../../core/sandbox/protocol.ts";
 import type { RpcAnswer, RpcFrame } from "./_local_python.ts";
 
-const data = (path: string) => JSON.parse(readFileSync(new URL(`../testdata/${path}`, import.meta.url), "utf8"));
+const data = (path: string) =>
+  JSON.parse(readFileSync(new URL(`../testdata/${path}`, import.meta.url), "utf8"));
 
 /** Every server of the corpus and its tools. */
 export const CORPUS_TOOLS: Record<string, Tool[]> = {
   ...Object.fromEntries(
-    ["everything", "filesystem", "memory"].map((name) => [name, data(`catalogs/${name}.json`).tools as Tool[]]),
+    ["everything", "filesystem", "memory"].map((
+      name,
+    ) => [name, data(`catalogs/${name}.json`).tools as Tool[]]),
   ),
   ...Object.fromEntries(
     Object.entries(data("precheck/servers.json")).filter(([k]) => !k.startsWith("_")) as [string, Tool[]][],

@@ -10,7 +10,8 @@ import { Policy } from "../../core/config/policy.ts";
 import { type RpcFrame, withPython } from "./_local_python.ts";
 import { checkHost, configFor } from "./_precheck_host.ts";
 
-const testdata = (path: string) => readFileSync(new URL(`../testdata/precheck/${path}`, import.meta.url), "utf8");
+const testdata = (path: string) =>
+  readFileSync(new URL(`../testdata/precheck/${path}`, import.meta.url), "utf8");
 const split = (text: string) => text.split("\n# ---\n");
 
 /** Every program of the valid corpus, with where it came from. */
@@ -73,7 +74,10 @@ Deno.test("the valid corpus gives no finding: test programs, docs, the bridge's 
   assert.ok(corpus.length > 300, `${corpus.length} programs`);
   const h = checkHost(); // every server open; skills off here, so skill calls are not judged
   await withPython(async (python) => {
-    const r = await python.execute(findingsCell(corpus.map((p) => p.code)), { answer: h.answer, timeout: 120 });
+    const r = await python.execute(findingsCell(corpus.map((p) => p.code)), {
+      answer: h.answer,
+      timeout: 120,
+    });
     assert.equal(r.done.status, "ok", r.done.error);
     const found = (JSON.parse(r.stdout) as unknown[][]).flatMap((findings, i) =>
       findings.length ? [{ program: corpus[i], findings }] : []
@@ -104,11 +108,18 @@ Deno.test("each planted error is the one finding, at its line and column, and no
       const r = await python.execute(p.code, { answer: h.answer });
       assert.equal(r.done.status, "error");
       assert.deepEqual(r.done.check?.map((f) => (f as { kind: string }).kind), [p.kind], p.code);
-      assert.match(r.done.error ?? "", /^The pre-run check found 1 problem, so nothing ran:\n {2}line \d+, col \d+: /);
+      assert.match(
+        r.done.error ?? "",
+        /^The pre-run check found 1 problem, so nothing ran:\n {2}line \d+, col \d+: /,
+      );
       assert.equal(r.stdout, "");
     }
   }, configFor());
-  assert.deepEqual(h.calls, [], "no planted program called anything: the write before each error never went out");
+  assert.deepEqual(
+    h.calls,
+    [],
+    "no planted program called anything: the write before each error never went out",
+  );
 });
 
 Deno.test("the error text lists each finding with its line, the code under a caret and the fix", async () => {
@@ -192,7 +203,9 @@ Deno.test("a host that cannot check lets the program run", async () => {
   await withPython(async (python) => {
     const r = await python.execute('await mcp_notes.add_note(text="one")', {
       answer: (rpc) =>
-        rpc.method === "check_calls" ? { error: { type: "NotImplementedError", message: "old host" } } : h.answer(rpc),
+        rpc.method === "check_calls"
+          ? { error: { type: "NotImplementedError", message: "old host" } }
+          : h.answer(rpc),
     });
     assert.equal(r.done.status, "ok", r.done.error);
   }, configFor());

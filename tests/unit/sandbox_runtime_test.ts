@@ -371,7 +371,10 @@ Deno.test("help() shows a tool's stub: its typed signature, description and argu
       ["stubs", { server: "my-server", tool: "echo" }],
     ]);
     assert.match(run.stdout, /echo\(\*, message: str, times: int = 1, tags: list\[str\] = \.\.\.\) -> Any/);
-    assert.match(run.stdout, /async def echo\(\*, message: str, times: int = 1, tags: list\[str\] = \.\.\.\) -> Any:/);
+    assert.match(
+      run.stdout,
+      /async def echo\(\*, message: str, times: int = 1, tags: list\[str\] = \.\.\.\) -> Any:/,
+    );
     assert.match(run.stdout, /Echoes back the input message\./);
     assert.match(run.stdout, /message: What to echo/);
     const listed = await python.execute("dir(mcp_my_server)", { answer: host });

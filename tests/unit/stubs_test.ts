@@ -233,7 +233,11 @@ Deno.test("hostile schemas are bounded: deep, wide, recursive, huge enums and od
     { name: "wide", inputSchema: wide as Tool["inputSchema"] },
     {
       name: "loop",
-      inputSchema: { type: "object", properties: { x: { $ref: "#/$defs/D0" } }, ...chain } as Tool["inputSchema"],
+      inputSchema: {
+        type: "object",
+        properties: { x: { $ref: "#/$defs/D0" } },
+        ...chain,
+      } as Tool["inputSchema"],
     },
     {
       name: "enum",
@@ -258,6 +262,7 @@ Deno.test("hostile schemas are bounded: deep, wide, recursive, huge enums and od
   const ms = performance.now() - started;
   assert.ok(ms < 5000, `took ${ms} ms`);
   assert.ok(text.length < STUB_LIMITS.moduleChars);
+  // deno-lint-ignore no-control-regex
   assert.doesNotMatch(text, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/, "no control characters");
   assert.match(
     text,

@@ -111,7 +111,7 @@ export function planRequest(plan: { description: string; calls: PlannedCall[] },
     server: servers.join(", ") || "(none)",
     tool: "plan",
     summary: lines.join("\n") || "(no call that could change anything)",
-    reason: "the program asks for its plan to be approved as a whole (runtime.plan)",
+    reason: "runtime.plan asks before a plan's calls run",
     plan: {
       description: redactedText(plan.description, secrets, PLAN_CAPS.description),
       calls: plan.calls.length,

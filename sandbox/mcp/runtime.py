@@ -229,11 +229,16 @@ def capability_summary():
         "`await mcp_<alias>.<tool>(**kwargs)`, or import with `from mcp.servers.<alias> import <tool>`. "
         "Discover before calling: `from mcp import runtime`, then runtime.discovered_servers(), await "
         "runtime.search_tool_docs(query, limit=5), await runtime.query_tool_docs(server, tool=None, "
-        "detail='summary'|'full'), dir(mcp_<alias>) and help(mcp_<alias>.<tool>). A failing tool raises "
+        "detail='summary'|'full'), dir(mcp_<alias>), help(mcp_<alias>.<tool>) (a typed signature) and await "
+        "runtime.stubs(server) (the server's Python stubs). Tool calls are checked before a program runs: an "
+        "unknown server, tool or argument stops it before any call, with each finding's line and fix (a first "
+        "line `# codemode: nocheck` skips that). A failing tool raises "
         "ToolError (an MCPError, like every failed call); raw=True returns the whole MCP result. "
         "Files written to /workspace/artifacts (or runtime.save_artifact(name, data)) are sent to the client "
         "after the run. "
         "`async with runtime.dry_run():` plans calls instead of making them (read-only tools still run); "
+        "`async with runtime.plan('what it does') as p:` runs its block dry, asks the user once to approve "
+        "every call in it, then runs it again for real (p.dry is True the first time); "
         "a call the user must approve waits for them, and a refusal raises PermissionError."
         + _skills_summary()
     )

@@ -18,6 +18,7 @@ import { closed, isSchema, propertiesOf } from "../catalog/schema.ts";
 import { schemaType } from "../catalog/stubs.ts";
 import type { CheckFinding } from "../contracts/output.ts";
 import type { RpcMethod } from "./skills_api.ts";
+import { writtenCall } from "../skills/check.ts";
 
 /** One call as the sandbox reports it. */
 export interface CheckedCall {
@@ -218,18 +219,10 @@ export function findTool(tools: readonly Tool[], name: string): Tool | undefined
   return tools.find((t) => t.name === name) ?? tools.find((t) => pythonAlias(t.name) === name);
 }
 
-/** The call as the program wrote it. */
+/** The call as the program wrote it (proxies and imports by the server's alias). */
 function writtenAs(call: CheckedCall): string {
-  switch (call.via) {
-    case "servers":
-      return `mcp_servers[${JSON.stringify(call.server)}].${call.tool}(...)`;
-    case "call_tool":
-      return `call_tool(${JSON.stringify(call.server)}, ${JSON.stringify(call.tool)}, ...)`;
-    case "import":
-      return `${call.tool}(...) from mcp.servers.${pythonAlias(call.server)}`;
-    default:
-      return `mcp_${pythonAlias(call.server)}.${call.tool}(...)`;
-  }
+  const byAlias = call.via === "proxy" || call.via === "import";
+  return writtenCall({ ...call, server: byAlias ? pythonAlias(call.server) : call.server });
 }
 
 /** The same call with another tool (and, if given, arguments), spelled the way the program spelled it. */

@@ -73,16 +73,36 @@ class CallFinder(ast.NodeVisitor):
         self._escaped = set()  # names used other than as the function of a call
         self._func_names = set()  # id() of Name nodes that are the function of a call
         self._judged = {}
+        self._dispatch = {}
 
     def visit(self, node):
-        if len(self._stack) >= MAX_DEPTH:
+        # ast.NodeVisitor's own visit and generic_visit, made cheaper: this walk is on every run's path.
+        stack = self._stack
+        if len(stack) >= MAX_DEPTH:
             self.dynamic_names = True  # what lies deeper is not seen: nothing about names is certain
-            return None
-        self._stack.append(node)
+            return
+        cls = node.__class__
+        method = self._dispatch.get(cls)
+        if method is None:
+            method = self._dispatch[cls] = getattr(self, "visit_" + cls.__name__, self.generic_visit)
+        stack.append(node)
         try:
-            return super().visit(node)
+            method(node)
         finally:
-            self._stack.pop()
+            stack.pop()
+
+    def generic_visit(self, node):
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                self.visit(value)
+
+    def visit_Constant(self, node):
+        pass
 
     # Bindings.
 
@@ -162,33 +182,33 @@ class CallFinder(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
-        names = [name.name for name in node.names]
+        names = [name.name for name in node.names if name.name != "*"]
         where = self._where(node)
+        parts = module.split(".")
         if node.level == 0:
             for name in node.names:
                 self.module_imports[name.asname or name.name] = f"{module}.{name.name}"
-        if node.level == 0 and module.startswith("mcp.servers.") and module.count(".") == 2:
-            server = module.split(".")[2]
-            self._judge({**where, "server": server}, self.imports, node, False, {server, *names})
-            for name in node.names:
-                if name.name != "*":
-                    self.imported[name.asname or name.name] = ("tool", server, name.name)
-        elif node.level == 0 and module == "skills":
-            for name in node.names:
-                if name.name != "*":
-                    self._judge({**where, "skill": name.name}, self.skill_imports, node, False, {name.name})
-                    self.imported[name.asname or name.name] = ("skill", name.name, None)
-        elif node.level == 0 and module.startswith("skills.") and module.count(".") == 1:
-            skill = module.split(".")[1]
-            self._judge({**where, "skill": skill}, self.skill_imports, node, False, {skill, *names})
-            for name in node.names:
-                if name.name != "*":
-                    self.imported[name.asname or name.name] = ("function", skill, name.name)
+            if parts[:2] == ["mcp", "servers"] and len(parts) == 3:
+                self._judge({**where, "server": parts[2]}, self.imports, node, False, {parts[2], *names})
+                self._importing(node, lambda name: ("tool", parts[2], name))
+            elif module == "skills":
+                for name in names:
+                    self._judge({**where, "skill": name}, self.skill_imports, node, False, {name})
+                self._importing(node, lambda name: ("skill", name, None))
+            elif parts[0] == "skills" and len(parts) == 2:
+                self._judge({**where, "skill": parts[1]}, self.skill_imports, node, False, {parts[1], *names})
+                self._importing(node, lambda name: ("function", parts[1], name))
         for name in node.names:
             if name.name == "*":
                 self.dynamic_names = True
             else:
                 self._bind(name.asname or name.name)
+
+    def _importing(self, node, what):
+        """Remembers what each name a `from ... import` binds is: what(imported name)."""
+        for name in node.names:
+            if name.name != "*":
+                self.imported[name.asname or name.name] = what(name.name)
 
     # Calls.
 

@@ -21,8 +21,11 @@ from codemode_runtime import context
 from . import _calls, _plan, _proxy
 
 NOCHECK = "# codemode: nocheck"
+_MARKERS = ("mcp", "call_tool", "skills")
 MAX_FINDINGS = 50
-"""Findings the text lists; the structured list has them all (up to the host's cap)."""
+"""Findings the text lists."""
+MAX_STRUCTURED = 200
+"""Findings structuredContent.check lists (the host keeps no more: core/sandbox/run_result.ts)."""
 _MODULE_ATTRIBUTES = {"__name__", "__doc__", "__file__", "__loader__", "__spec__", "__package__",
                       "__builtins__", "__dict__", "__path__", "__cached__"}
 
@@ -36,7 +39,8 @@ class Gate:
 
         found = findings(source, tree)
         if found:
-            structured = [{k: f[k] for k in ("line", "col", "kind", "message", "fix") if k in f} for f in found]
+            structured = [{k: f[k] for k in ("line", "col", "kind", "message", "fix") if k in f}
+                          for f in found[:MAX_STRUCTURED]]
             return Outcome("error", error=report(found), check=structured)
         return _plan.rewrite(tree)
 
@@ -57,6 +61,8 @@ def findings(source, tree):
     """The certain findings of a parsed program, each {line, col, kind, message, fix}, in source order."""
     if not enabled_for(source) or not context.current().rpc.can_block():
         return []  # off, or a transport that cannot wait for the host's answer here
+    if not any(marker in source for marker in _MARKERS):
+        return []  # no tool call or skill can be written without one of these words
     found = _calls.find(tree, source)
     if found.dynamic_names:
         return []
@@ -110,7 +116,7 @@ def report(found):
         if finding.get("fix"):
             lines.append(f"    fix: {finding['fix']}")
     if count > MAX_FINDINGS:
-        lines.append(f"  ... and {count - MAX_FINDINGS} more (structuredContent.check lists them all)")
+        lines.append(f"  ... and {count - MAX_FINDINGS} more (structuredContent.check lists up to {MAX_STRUCTURED})")
     lines.append("Nothing was called. Fix these and run again; if a finding is wrong, `# codemode: nocheck` "
                  "as the first line skips the check.")
     return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, serve, type Served } from "./_serve.ts";
+import { ROOT, serve, type Served, serveTest } from "./_serve.ts";
 import { type ApprovalHome, approvalHome, type AskingClient, askingClient, reply } from "./_approvals.ts";
 import { TEST_IMAGE } from "./_harness.ts";
 import { startUi } from "./_browser.ts";
@@ -58,14 +58,7 @@ const setup = () =>
     return { s, h, asking };
   })();
 
-const test = (name: string, fn: (w: World) => Promise<void>) =>
-  Deno.test({
-    name,
-    ignore: !usable,
-    sanitizeOps: false,
-    sanitizeResources: false,
-    fn: async () => fn(await setup()),
-  });
+const test = serveTest(usable, setup);
 
 async function stats(s: Served): Promise<StatsSnapshot> {
   const text =

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { ApprovalBroker, type Ask } from "../../core/host_api/approvals.ts";
 import { canonicalJson, planRequest, RunPlans } from "../../core/host_api/plans.ts";
-import { withPython } from "./_local_python.ts";
+import { type Execution, withPython } from "./_local_python.ts";
 import { checkHost, configFor } from "./_precheck_host.ts";
 
 /** A broker whose person answers each question with the next of `answers` (true: approve). */
@@ -21,6 +21,18 @@ function person(...answers: boolean[]) {
   return { questions, approve: broker.approver("session", "request", ask) };
 }
 
+/** Runs `code` in a fresh runtime whose person answers with `answers`; the run, the questions and the host. */
+async function planRun(code: string, answers: boolean[], unplanned?: "deny" | "ask") {
+  const p = person(...answers);
+  const host = checkHost(undefined, undefined, { approve: p.approve, unplanned });
+  let run: Execution | undefined;
+  await withPython(
+    async (python) => void (run = await python.execute(code, { answer: host.answer })),
+    configFor(),
+  );
+  return { r: run!, questions: p.questions, host };
+}
+
 const FIVE_NOTES = `from mcp import runtime
 seen = []
 async with runtime.plan("write five notes") as p:
@@ -31,16 +43,12 @@ async with runtime.plan("write five notes") as p:
 (seen, p.calls)`;
 
 Deno.test("a plan asks one question listing its calls; exactly those go out, and read-only tools run twice", async () => {
-  const p = person(true);
-  const host = checkHost(undefined, undefined, { approve: p.approve });
-  await withPython(async (python) => {
-    const r = await python.execute(FIVE_NOTES, { answer: host.answer });
-    assert.equal(r.done.status, "ok", r.done.error);
-    assert.equal(r.done.value, "([True, False], 5)");
-  }, configFor());
-  assert.equal(p.questions.length, 1);
+  const { r, questions, host } = await planRun(FIVE_NOTES, [true]);
+  assert.equal(r.done.status, "ok", r.done.error);
+  assert.equal(r.done.value, "([True, False], 5)");
+  assert.equal(questions.length, 1);
   assert.equal(
-    p.questions[0],
+    questions[0],
     'Sandbox code asks you to approve a plan: "write five notes".\n' +
       "If you approve, it will make these 5 calls (tools annotated read-only run without being asked about):\n" +
       '- notes/add_note: text="note 0"\n- notes/add_note: text="note 1"\n- notes/add_note: text="note 2"\n' +
@@ -68,11 +76,8 @@ Deno.test("a plan asks one question listing its calls; exactly those go out, and
 });
 
 Deno.test("a call the plan did not list is refused; approved calls count as a multiset, in any key order", async () => {
-  const p = person(true);
-  const host = checkHost(undefined, undefined, { approve: p.approve });
-  await withPython(async (python) => {
-    const r = await python.execute(
-      `from mcp import runtime
+  const { r, questions, host } = await planRun(
+    `from mcp import runtime
 outcomes = []
 async with runtime.plan("two the same") as p:
     await mcp_memory.create_entities(entities=[{"name": "a", "entityType": "t", "observations": []}])
@@ -84,46 +89,39 @@ async with runtime.plan("two the same") as p:
             except PermissionError as e:
                 outcomes.append(str(e))
 outcomes`,
-      { answer: host.answer },
-    );
-    assert.equal(r.done.status, "ok", r.done.error);
-    assert.match(
-      r.done.value ?? "",
-      /^\['Call to "memory\/create_entities" refused: it is not in the plan the user approved/,
-    );
-    assert.match(p.questions[0], /- memory\/create_entities ×2: entities=\[\{"name":"a"/);
-  }, configFor());
+    [true],
+  );
+  assert.equal(r.done.status, "ok", r.done.error);
+  assert.match(
+    r.done.value ?? "",
+    /^\['Call to "memory\/create_entities" refused: it is not in the plan the user approved/,
+  );
+  assert.match(questions[0], /- memory\/create_entities ×2: entities=\[\{"name":"a"/);
   assert.deepEqual(host.calls, ["memory/create_entities", "memory/create_entities"]);
 });
 
 Deno.test("CODEMODE_PLAN_UNPLANNED=ask asks about a call that is not in the plan on its own", async () => {
-  const p = person(true, true);
-  const host = checkHost(undefined, undefined, { approve: p.approve, unplanned: "ask" });
-  await withPython(async (python) => {
-    const r = await python.execute(
-      `from mcp import runtime
+  const { r, questions, host } = await planRun(
+    `from mcp import runtime
 async with runtime.plan("one note") as p:
     await mcp_notes.add_note(text="planned")
     if not p.dry:
         await mcp_notes.add_note(text="asked about on its own")`,
-      { answer: host.answer },
-    );
-    assert.equal(r.done.status, "ok", r.done.error);
-  }, configFor());
-  assert.equal(p.questions.length, 2);
+    [true, true],
+    "ask",
+  );
+  assert.equal(r.done.status, "ok", r.done.error);
+  assert.equal(questions.length, 2);
   assert.match(
-    p.questions[1],
+    questions[1],
     /^Sandbox code wants to call the tool "add_note"[^]*not in the plan the user approved/,
   );
   assert.deepEqual(host.made.map((c) => c.args.text), ["planned", "asked about on its own"]);
 });
 
 Deno.test("a declined plan runs nothing and raises PermissionError at the block; the program goes on", async () => {
-  const p = person(false);
-  const host = checkHost(undefined, undefined, { approve: p.approve });
-  await withPython(async (python) => {
-    const r = await python.execute(
-      `from mcp import runtime
+  const { r, host } = await planRun(
+    `from mcp import runtime
 runs = 0
 try:
     async with runtime.plan("delete everything"):
@@ -132,11 +130,10 @@ try:
 except PermissionError as e:
     outcome = str(e)
 (runs, outcome)`,
-      { answer: host.answer },
-    );
-    assert.equal(r.done.status, "ok", r.done.error);
-    assert.equal(r.done.value, `(1, 'The plan declined by the user; nothing in it ran')`);
-  }, configFor());
+    [false],
+  );
+  assert.equal(r.done.status, "ok", r.done.error);
+  assert.equal(r.done.value, `(1, 'The plan declined by the user; nothing in it ran')`);
   assert.deepEqual(host.calls, []);
 });
 

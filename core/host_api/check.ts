@@ -46,10 +46,15 @@ export interface CheckDeps {
   names(): string[];
   listTools(server: string): Promise<Tool[]>;
   policy: Policy;
+  /** How long to wait for a server's tools (default CHECK_CALL_LIMITS.listMs). */
+  listMs?: number;
 }
 
-/** Most calls one check looks at, and most findings it returns. */
-export const CHECK_CALL_LIMITS = { calls: 10_000, findings: 200 } as const;
+/**
+ * Most calls one check looks at, most findings it returns, and how long it waits for a server's tools (a
+ * server that is slow to start is not checked then: its listing goes on, warming it for the run).
+ */
+export const CHECK_CALL_LIMITS = { calls: 10_000, findings: 200, listMs: 5000 } as const;
 
 /** The `check_calls` RPC method. */
 export function checkMethods(deps: CheckDeps): Record<string, RpcMethod> {
@@ -66,7 +71,14 @@ export async function checkProgramCalls(calls: CheckedCall[], deps: CheckDeps): 
   const findings: CheckFinding[] = [];
   const listed = new Map<string, Promise<Tool[] | undefined>>();
   const toolsOf = (server: string) => {
-    if (!listed.has(server)) listed.set(server, deps.listTools(server).catch(() => undefined));
+    if (!listed.has(server)) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), deps.listMs ?? CHECK_CALL_LIMITS.listMs);
+      });
+      const tools = deps.listTools(server).catch(() => undefined);
+      listed.set(server, Promise.race([tools, late]).finally(() => clearTimeout(timer)));
+    }
     return listed.get(server)!;
   };
   for (const call of calls) {

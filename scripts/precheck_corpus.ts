@@ -1,6 +1,7 @@
 /**
  * Rebuilds tests/testdata/precheck/valid/repo_programs.json: the Python programs the repository's own
- * tests run (string and template literals passed to `.run(`, `.execute(` or `code:`) and the python blocks
+ * tests run (string and template literals passed to `run(`, `runWithin(s,`, `.execute(` or `code:`) and
+ * the python blocks
  * of README and docs/, for the pre-run check's zero-false-positive test. Programs that call servers the
  * corpus does not have (tests/unit/_precheck_host.ts), that do not parse, and the few that make a call
  * its server's schema refuses on purpose (EXCLUDED, with why) are left out.
@@ -16,6 +17,9 @@ import { pythonAlias } from "../core/python_alias.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const OUT = join(ROOT, "tests/testdata/precheck/valid/repo_programs.json");
+
+/** Test files whose programs are wrong on purpose: the pre-run check's own planted errors. */
+const PLANTED_FILES = new Set(["tests/unit/precheck_test.ts", "tests/unit/check_calls_test.ts"]);
 
 /** Programs that call a tool with arguments its schema refuses, on purpose (their hosts are fakes). */
 const EXCLUDED: Record<string, string> = {
@@ -61,8 +65,9 @@ function files(dir: string): string[] {
 
 const found: { from: string; code: string }[] = [];
 for (const path of files(join(ROOT, "tests")).filter((p) => p.endsWith(".ts")).sort()) {
+  if (PLANTED_FILES.has(path.slice(ROOT.length))) continue;
   const text = readFileSync(path, "utf8");
-  for (const match of text.matchAll(/(\.run\(|\.execute\(|\bcode:)\s*/g)) {
+  for (const match of text.matchAll(/(\brun\(|\.execute\(|\bcode:|runWithin\(\s*\w+,)\s*/g)) {
     const at = match.index! + match[0].length;
     if (!"`\"'".includes(text[at])) continue;
     const code = tsString(text, at);

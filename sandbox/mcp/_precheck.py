@@ -6,7 +6,7 @@ column and a one-line fix.
 Certain means the call fails whenever it is made, and the failure reaches the top of the program (see
 _calls.py: awaited, not in a `try` with handlers, a lambda, a function not certainly called, ...). So a
 call is also left alone when what it names could be something else at run time: a name the program binds
-itself (`mcp_x = ...`), one bound in an earlier run to something that is not codemode's own object, a
+itself (`mcp_x = ...`), one bound in an earlier run (only codemode's own globals are relied on), a
 program that binds names where `ast` can't follow (exec, globals(), `import *`), servers the program adds
 (`runtime.add_server`), a computed name, `**kwargs` (for what it may hold). Which servers, tools and
 arguments exist is the host's word (core/host_api/check.ts); this side resolves the names.
@@ -147,12 +147,16 @@ class _Resolver:
         return self.found.bound.get(name) == 1 and name in self.found.imported
 
     def _current(self, name):
-        """The object a name the program does not bind has now (globals, then builtins), or a marker."""
-        if name in self.namespace:
-            return self.namespace[name]
+        """What a name the program does not bind is when the program starts: codemode's own global (a
+        proxy, mcp_servers, the mcp package) or _MISSING when nothing has the name; _OTHER when an earlier
+        run (or builtins) bound it to anything else, which the check never relies on."""
+        own = self.api.get(name, sys.modules.get("mcp") if name == "mcp" else _MISSING)
         builtins = self.namespace.get("__builtins__")
         builtins = builtins if isinstance(builtins, dict) else getattr(builtins, "__dict__", {})
-        return builtins.get(name, _MISSING)
+        value = self.namespace.get(name, builtins.get(name, _MISSING))
+        if value is _MISSING or value is own:
+            return value
+        return _OTHER
 
     def server_module(self, alias):
         module = sys.modules.get(f"mcp.servers.{alias}")
@@ -182,7 +186,7 @@ class _Resolver:
         if value is _MISSING:
             return None if self.found.adds_servers else {**call, "unbound": True}
         if not isinstance(value, _proxy.ServerProxy) or _bridge_list_tools(call):
-            return None
+            return None  # bound to something else (_OTHER), or the bridge's list_tools()
         return {**call, "server": value._ServerProxy__state.name}
 
     def _servers_call(self, call):
@@ -210,7 +214,8 @@ class _Resolver:
         return {**call, "server": proxy._ServerProxy__state.name}
 
     def _is(self, name, imported, current):
-        """Whether `name` certainly is `current`: imported as `imported` by the program, or already it."""
+        """Whether `name` certainly is `current`: imported as `imported` by the program, or codemode's own
+        global of that name (`mcp`); a name an earlier run bound is not relied on."""
         if self._free(name):
             return current is not None and self._current(name) is current
         return self.found.bound.get(name) == 1 and self.found.module_imports.get(name) == imported
@@ -223,6 +228,7 @@ def _bridge_list_tools(call):
 
 
 _MISSING = object()
+_OTHER = object()
 
 
 def _skill_findings(found, resolver, kernel):

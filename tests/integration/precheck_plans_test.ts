@@ -111,6 +111,8 @@ test("the valid corpus gives no finding against the real servers' schemas", asyn
 import ast, json
 from mcp import _precheck
 mcp_cache = object()
+mcp_earlier = mcp_filesystem
+from mcp import runtime as runtime_earlier
 found = {}
 for i, source in enumerate(json.loads(${py(JSON.stringify(corpus))})):
     f = _precheck.findings(source, ast.parse(source))

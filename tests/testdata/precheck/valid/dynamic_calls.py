@@ -31,6 +31,8 @@ await mcp_fs.read_text_file(path="/tmp/a")
 await mcp_fs.anything_goes(at="all")
 # ---
 await mcp_cache.fetch(key="a")  # mcp_cache was bound in an earlier run
+await mcp_earlier.not_a_filesystem_tool()  # an earlier run bound it to a proxy: not relied on either
+await runtime_earlier.call_tool("everything", "not_a_tool", {})
 # ---
 await runtime.add_server("io.github.example/weather")
 await mcp_weather.forecast(city="Oslo")

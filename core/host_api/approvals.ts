@@ -11,27 +11,10 @@
 import { randomUUID } from "node:crypto";
 import { log } from "../observe/log.ts";
 import { stats } from "../observe/stats.ts";
-import { redact } from "../upstream/redact.ts";
+import { type ApprovalRequest, questionText } from "./approval_text.ts";
 
-/** A call waiting for the user's approval, as the sandbox API describes it. */
-export interface ApprovalRequest {
-  server: string;
-  tool: string;
-  /** The arguments as a person reads them: truncated, configured secrets redacted. */
-  summary: string;
-  /** Which rule asks, and where it was set. */
-  reason: string;
-  /** Set when the question is a plan's (runtime.plan): `summary` then lists its calls, one per line. */
-  plan?: PlanSummary;
-}
-
-/** What a plan question shows besides its calls' lines. */
-export interface PlanSummary {
-  /** What the program says the plan does: its own words, shown quoted, redacted and cut. */
-  description: string;
-  /** How many calls its rehearsal recorded. */
-  calls: number;
-}
+export { questionText, redactedText, summarizeArguments, SUMMARY_LIMITS } from "./approval_text.ts";
+export type { ApprovalRequest, PlanSummary } from "./approval_text.ts";
 
 /** A person's answer, from an MCP client's form or from the dashboard. */
 export interface ApprovalDecision {
@@ -106,9 +89,6 @@ export interface ApprovalOptions {
    */
   watched?: () => boolean | Promise<boolean>;
 }
-
-/** Most characters of one argument's value, and of the whole summary, a question shows. */
-export const SUMMARY_LIMITS = { value: 200, total: 800 } as const;
 
 interface SessionState {
   /** Where the next question lines up. */
@@ -346,79 +326,6 @@ export class ApprovalBroker {
         log.warn("approval listener failed", { error: String(error) });
       }
     }
-  }
-}
-
-/** The text a person reads: who wants to call what, with which arguments, why we ask, and for how long. */
-export function questionText(request: ApprovalRequest, timeoutSeconds: number): string {
-  if (request.plan) return planQuestionText(request, request.plan, timeoutSeconds);
-  return [
-    `Sandbox code wants to call the tool "${request.tool}" of the MCP server "${request.server}".`,
-    `Arguments: ${request.summary}`,
-    `Asked because ${request.reason}.`,
-    `Approve this call? No answer within ${duration(timeoutSeconds)} counts as declined.`,
-  ].join("\n");
-}
-
-/** A plan's question: what the program says it does, and every call it will make if approved. */
-function planQuestionText(request: ApprovalRequest, plan: PlanSummary, timeoutSeconds: number): string {
-  const n = plan.calls;
-  return [
-    `Sandbox code asks you to approve a plan: "${plan.description}".`,
-    n
-      ? `If you approve, it will make ${
-        n === 1 ? "this call" : `these ${n} calls`
-      } (tools annotated read-only run without being asked about):`
-      : "It makes no call that could change anything (tools annotated read-only run without being asked about):",
-    request.summary,
-    "Only these calls will go out, without further questions; any other call that could change something " +
-    "is refused. The block's other steps run again too.",
-    `Approve the plan? No answer within ${duration(timeoutSeconds)} counts as declined.`,
-  ].join("\n");
-}
-
-function duration(seconds: number): string {
-  return seconds >= 120 && seconds % 60 === 0 ? `${seconds / 60} minutes` : `${seconds} seconds`;
-}
-
-/**
- * The arguments as a person reads them: `name=value` pairs, each value cut to a couple of hundred
- * characters and the whole to a few hundred more, with every configured secret redacted before anything
- * is cut (so a cut can never leave half a secret showing).
- */
-export function summarizeArguments(args: Record<string, unknown>, secrets: readonly string[]): string {
-  const entries = Object.entries(args);
-  if (!entries.length) return "(none)";
-  const pairs = entries.map(([name, value]) =>
-    `${clip(name, secrets, 60)}=${clip(jsonText(value), secrets, SUMMARY_LIMITS.value)}`
-  );
-  return clip(pairs.join(", "), secrets, SUMMARY_LIMITS.total);
-}
-
-/** `text` with every configured secret redacted, then cut to `max` characters (for text a person reads). */
-export function redactedText(text: string, secrets: readonly string[], max: number): string {
-  return clip(text, secrets, max);
-}
-
-/**
- * `text` redacted and cut to `max` characters. Only a prefix is redacted: the first `max` characters of
- * the redacted text stand for at most `max` secrets or characters of the original, so a prefix of
- * `(max + 1) * longest` characters holds every secret that could show.
- */
-function clip(text: string, secrets: readonly string[], max: number): string {
-  const longest = secrets.reduce((n, s) => Math.max(n, s.length), 1);
-  const scan = (max + 1) * longest;
-  const redacted = redact(text.length > scan ? text.slice(0, scan) : text, secrets);
-  if (text.length <= scan && redacted.length <= max) return redacted;
-  return `${redacted.slice(0, max)}… (${text.length} characters)`;
-}
-
-function jsonText(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
   }
 }
 

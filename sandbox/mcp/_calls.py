@@ -17,25 +17,16 @@ uncertain: when it runs, it fails.
 Used by the skill drift check (_skill_code.py) and the pre-run check (_precheck.py).
 """
 import ast
-import json
-import math
+
+from ._certainty import awaited_at, called_name, guards, is_generator
+from ._literals import argument_names, keywords as keyword_arguments, literal_str
 
 MAX_CALLS = 10_000
-MAX_VALUE_CHARS = 65_536
-"""Most characters of literal argument values kept per call; a larger value is left unknown."""
 MAX_DEPTH = 200
 """Deeper nesting is not walked (the compiler refuses far less already); calls there are not found."""
 
 _REBINDERS = {"globals", "locals", "vars", "exec", "eval", "__import__", "setattr", "delattr"}
 """Calls that can bind or unbind names where `ast` can't see it."""
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_AWAIT_WRAPPERS = {"gather", "wait_for", "shield"}
-"""Awaited calls whose awaitable arguments' exceptions propagate (gather unless return_exceptions)."""
-_RUNNERS = {"run", "run_until_complete"}
-"""Calls that run a coroutine to completion and raise what it raised."""
-
-_UNKNOWN = None
-"""A literal part that can't be read (a name, a call, an f-string) travels as None: None is never judged."""
 
 
 def find(tree, source=""):
@@ -219,7 +210,7 @@ class CallFinder(ast.NodeVisitor):
             self._called.setdefault(func.id, []).append((node, list(self._stack[:-1])))
             if func.id in _REBINDERS:
                 self.dynamic_names = True
-        if _called_name(func) == "add_server":
+        if called_name(func) == "add_server":
             self.adds_servers = True
         if len(self.calls) < MAX_CALLS:
             self._record(node)
@@ -235,7 +226,7 @@ class CallFinder(ast.NodeVisitor):
                 self._proxy(node, target.id[4:], attribute, "proxy", target.id)
             elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                     and target.value.id == "mcp_servers":
-                server = _literal_str(target.slice)
+                server = literal_str(target.slice)
                 if server is not None:
                     self._proxy(node, server, attribute, "servers", "mcp_servers")
             elif attribute == "call_tool":
@@ -253,7 +244,7 @@ class CallFinder(ast.NodeVisitor):
                     self._skill(node, first, second, func.id)
 
     def _proxy(self, node, server, tool, via, base):
-        keywords, values, dynamic = _keywords(node.keywords)
+        keywords, values, dynamic = keyword_arguments(node.keywords)
         dynamic = dynamic or any(isinstance(a, ast.Starred) for a in node.args)
         self._add(node, server, tool, via, base, keywords, values, dynamic, positional=len(node.args))
 
@@ -262,16 +253,16 @@ class CallFinder(ast.NodeVisitor):
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return
         given = list(node.args) + [None] * 3
-        server = _literal_str(given[0] if given[0] is not None else named.get("server"))
-        tool = _literal_str(given[1] if given[1] is not None else named.get("tool"))
+        server = literal_str(given[0] if given[0] is not None else named.get("server"))
+        tool = literal_str(given[1] if given[1] is not None else named.get("tool"))
         if server is None or tool is None:
             return
         arguments = given[2] if given[2] is not None else named.get("arguments")
-        keywords, values, dynamic = _argument_names(arguments)
+        keywords, values, dynamic = argument_names(arguments)
         self._add(node, server, tool, "call_tool", base, keywords, values, dynamic)
 
     def _skill(self, node, skill, function, base):
-        keywords, _, dynamic = _keywords(node.keywords)
+        keywords, _, dynamic = keyword_arguments(node.keywords)
         dynamic = dynamic or any(isinstance(a, ast.Starred) for a in node.args)
         call = {**self._where(node), "skill": skill, "function": function, "via": "skill", "base": base,
                 "keywords": keywords, "positional": len(node.args), "dynamic": dynamic}
@@ -310,12 +301,12 @@ class CallFinder(ast.NodeVisitor):
         chain = ancestors + [node]
         i = len(chain) - 1
         if awaited:
-            i = _awaited_at(chain, i)
+            i = awaited_at(chain, i)
             if i is None:
                 return False
         while i > 0:
             parent, child = chain[i - 1], chain[i]
-            if _guards(parent, child, names):
+            if guards(parent, child, names):
                 return False
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 return self._certainly_called(parent, chain[:i - 1])
@@ -335,80 +326,12 @@ class CallFinder(ast.NodeVisitor):
         calls = [(c, a) for c, a in self._called.get(name, []) if not any(x is function for x in a)]
         ok = (entry is not None and entry[0] is function and not function.decorator_list
               and self.bound.get(name) == 1 and name not in self._escaped and calls
-              and not any(isinstance(a, ast.ClassDef) for a in ancestors) and not _is_generator(function))
+              and not any(isinstance(a, ast.ClassDef) for a in ancestors) and not is_generator(function))
         if ok:
             is_async = isinstance(function, ast.AsyncFunctionDef)
             ok = all(self._propagates(c, a, is_async, {name}) for c, a in calls)
         self._judged[key] = ok
         return ok
-
-
-def _awaited_at(chain, i):
-    """Where the coroutine made at chain[i] is awaited with its exception propagating, or None."""
-    child = chain[i]
-    j = i - 1
-    while j >= 0:
-        parent = chain[j]
-        if isinstance(parent, ast.Await):
-            return j
-        if isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Starred)) or (
-                isinstance(parent, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and parent.elt is child):
-            child, j = parent, j - 1
-            continue
-        if isinstance(parent, ast.Call) and child in parent.args:
-            name = _called_name(parent.func)
-            if name in _AWAIT_WRAPPERS and (name == "gather" or parent.args[0] is child) and _raises(parent):
-                child, j = parent, j - 1
-                continue
-            if name in _RUNNERS and parent.args and parent.args[0] is child:
-                return j
-        return None
-    return None
-
-
-def _raises(call):
-    """A gather whose exceptions propagate: no return_exceptions, or return_exceptions=False."""
-    for keyword in call.keywords:
-        if keyword.arg == "return_exceptions":
-            return isinstance(keyword.value, ast.Constant) and keyword.value.value is False
-        if keyword.arg is None:
-            return False
-    return True
-
-
-def _guards(parent, child, names):
-    """Whether `parent` may handle or avoid a failure in its part `child`."""
-    if isinstance(parent, (ast.Try, ast.TryStar)):
-        return bool(parent.handlers) and child in parent.body
-    if isinstance(parent, (ast.With, ast.AsyncWith)):
-        return child in parent.body and any(_called_name(item.context_expr) == "suppress" for item in parent.items)
-    if isinstance(parent, (ast.If, ast.While, ast.IfExp)):
-        return child is not parent.test and bool(_strings(parent.test) & names)
-    if isinstance(parent, ast.BoolOp):
-        before = parent.values[:parent.values.index(child)] if child in parent.values else []
-        return any(_strings(value) & names for value in before)
-    if isinstance(parent, ast.comprehension):
-        return False
-    if isinstance(parent, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-        return any(_strings(test) & names for generator in parent.generators for test in generator.ifs)
-    return False
-
-
-def _is_generator(function):
-    for node in ast.walk(function):
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return True
-    return False
-
-
-def _called_name(node):
-    """`suppress` for suppress(...), contextlib.suppress(...); the called attribute or name."""
-    func = node.func if isinstance(node, ast.Call) else node
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return None
 
 
 def _base_of(node):
@@ -419,86 +342,3 @@ def _base_of(node):
             and node.value.id == "mcp":
         return "mcp.runtime"
     return None
-
-
-def _strings(node):
-    """The string constants in an expression (what a guard like `"x" in dir(mcp_s)` names)."""
-    return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-
-
-def _keywords(keywords):
-    """(names, literal values, dynamic) of a call's keyword arguments; `**{"a": 1}` counts as `a=1`."""
-    names, values, dynamic = [], {}, False
-    for keyword in keywords:
-        if keyword.arg is not None:
-            names.append(keyword.arg)
-            _keep(values, keyword.arg, keyword.value)
-            continue
-        spread, spread_values, spread_dynamic = _argument_names(keyword.value)
-        names += spread
-        values.update(spread_values)
-        dynamic = dynamic or spread_dynamic
-    return names, values, dynamic
-
-
-def _argument_names(node):
-    """(keys, literal values, dynamic) of a literal arguments dict (or dict(...) call)."""
-    if node is None or (isinstance(node, ast.Constant) and node.value is None):
-        return [], {}, False
-    if isinstance(node, ast.Dict):
-        names, values, dynamic = [], {}, False
-        for key, value in zip(node.keys, node.values):
-            name = _literal_str(key) if key is not None else None
-            if name is None:
-                dynamic = True
-                continue
-            names.append(name)
-            _keep(values, name, value)
-        return names, values, dynamic
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
-        return _keywords(node.keywords)
-    return [], {}, True
-
-
-def _keep(values, name, node):
-    value = literal(node)
-    if value is not _UNKNOWN:
-        try:
-            text = json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError):
-            return
-        if len(text) <= MAX_VALUE_CHARS:
-            values[name] = value
-
-
-def literal(node, depth=0):
-    """The JSON value a literal argument sends, with None for any part that can't be read."""
-    if depth > 20:
-        return _UNKNOWN
-    if isinstance(node, ast.Constant):
-        value = node.value
-        if isinstance(value, (str, bool, int)) or (isinstance(value, float) and math.isfinite(value)):
-            return value
-        return _UNKNOWN
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = literal(node.operand, depth + 1)
-        if isinstance(inner, (int, float)) and not isinstance(inner, bool):
-            return -inner if isinstance(node.op, ast.USub) else inner
-        return _UNKNOWN
-    if isinstance(node, (ast.List, ast.Tuple)):
-        if any(isinstance(e, ast.Starred) for e in node.elts):
-            return _UNKNOWN
-        return [literal(e, depth + 1) for e in node.elts]
-    if isinstance(node, ast.Dict):
-        result = {}
-        for key, value in zip(node.keys, node.values):
-            name = _literal_str(key) if key is not None else None
-            if name is None:
-                return _UNKNOWN  # a ** spread or a non-string key: the keys are not all known
-            result[name] = literal(value, depth + 1)
-        return result
-    return _UNKNOWN
-
-
-def _literal_str(node):
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None

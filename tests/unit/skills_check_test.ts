@@ -88,7 +88,11 @@ Deno.test("checkCalls() reports calls the policy refuses", async () => {
 /** Runs the sandbox's `ast` pass on `code` with the host's python3. */
 function analyse(code: string): { functions: Record<string, unknown>[]; calls: SkillCall[]; error: unknown } {
   const program = "import json\nfrom mcp import _skill_code\nprint(json.dumps(_skill_code.analyse(INPUT)))";
-  return withMcpModules(["mcp._calls", "mcp._skill_code"], program, code) as ReturnType<typeof analyse>;
+  return withMcpModules(
+    ["mcp._literals", "mcp._certainty", "mcp._calls", "mcp._skill_code"],
+    program,
+    code,
+  ) as ReturnType<typeof analyse>;
 }
 
 Deno.test("the sandbox's ast pass finds every literal tool call form with its keywords and line", () => {

@@ -10,6 +10,7 @@ import { logout } from "../core/auth/logout.ts";
 import { loginCommand } from "../core/auth/needs_login.ts";
 import { cliConfig } from "./_config.ts";
 import { colors, mark, printJson, table } from "./_render.ts";
+import { escapeDeep } from "./_terminal_guard.ts";
 import { USAGE_ERROR } from "./exit_codes.ts";
 
 /** One server's login, as `auth status --json` prints it. */
@@ -103,7 +104,7 @@ export async function authStatus(opts: { json?: boolean }): Promise<number> {
   process.stdout.write(
     table(
       ["", "server", "logged in", "access token expires", "scopes"],
-      rows.map((r) => [
+      escapeDeep(rows).map((r) => [
         mark(r.loggedIn ? "ok" : "warn", c),
         r.server,
         r.loggedIn ? "yes" : `no: run ${loginCommand(r.server)}`,

@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from "commander";
 import { VERSION } from "../core/version.ts";
 import { USAGE_ERROR } from "./exit_codes.ts";
 import { registerImageCommand } from "./image.ts";
+import { escapeControls, guardTerminalOutput } from "./_terminal_guard.ts";
 
 /** Builds the program; `setExit` receives the exit code a subcommand's handler returns. */
 export function buildProgram(setExit: (code: number) => void = () => {}): Command {
@@ -147,6 +148,8 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
 
 /** Parses `argv` with the full program and runs the chosen command; returns the exit code. */
 export async function runProgram(argv: string[]): Promise<number> {
+  // Every command's output passes the terminal guard; stdout of `serve` over stdio is the protocol's.
+  guardTerminalOutput({ stdout: !(argv[0] === "serve" && !argv.includes("--http")) });
   let exitCode = 0;
   const program = buildProgram((code) => (exitCode = code));
   try {
@@ -155,7 +158,7 @@ export async function runProgram(argv: string[]): Promise<number> {
     if (error instanceof CommanderError) {
       return error.exitCode === 0 ? 0 : USAGE_ERROR;
     }
-    process.stderr.write(`codemode: ${(error as Error).message ?? error}\n`);
+    process.stderr.write(`codemode: ${escapeControls(String((error as Error).message ?? error))}\n`);
     return 1;
   }
   return exitCode;

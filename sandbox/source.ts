@@ -26,6 +26,7 @@ import tracebacks from "./codemode_runtime/tracebacks.py" with { type: "text" };
 import values from "./codemode_runtime/values.py" with { type: "text" };
 import watchdog from "./codemode_runtime/watchdog.py" with { type: "text" };
 import mcpInit from "./mcp/__init__.py" with { type: "text" };
+import mcpAdded from "./mcp/_added.py" with { type: "text" };
 import mcpCalls from "./mcp/_calls.py" with { type: "text" };
 import mcpCertainty from "./mcp/_certainty.py" with { type: "text" };
 import mcpDryRun from "./mcp/_dry_run.py" with { type: "text" };
@@ -63,6 +64,7 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime.values": values,
   "codemode_runtime.watchdog": watchdog,
   "mcp": mcpInit,
+  "mcp._added": mcpAdded,
   "mcp._calls": mcpCalls,
   "mcp._certainty": mcpCertainty,
   "mcp._dry_run": mcpDryRun,

@@ -3,7 +3,8 @@
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
  *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|
- *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard|precheck] [--json]
+ *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard|registry|hostile|gvisor|
+ *     precheck] [--json]
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -26,6 +27,9 @@ import { benchOAuth } from "./bench_oauth.ts";
 import { benchStandalone } from "./bench_standalone.ts";
 import { benchFirstAnswer } from "./bench_first_answer.ts";
 import { benchDashboard } from "./bench_dashboard.ts";
+import { benchRegistry } from "./bench_registry.ts";
+import { benchHostile } from "./bench_hostile.ts";
+import { benchGvisor } from "./bench_gvisor.ts";
 import { benchPrecheck } from "./bench_precheck.ts";
 
 /** The sections, in the order they run. */
@@ -46,6 +50,9 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   standalone: benchStandalone,
   firstanswer: benchFirstAnswer,
   dashboard: benchDashboard,
+  registry: benchRegistry,
+  hostile: benchHostile,
+  gvisor: benchGvisor,
   precheck: benchPrecheck,
 };
 

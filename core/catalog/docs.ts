@@ -20,7 +20,19 @@ export interface ToolDoc {
   kind?: "skill";
   /** More text to search, weighted low: a skill's SKILL.md. */
   body?: string;
+  /** When the tool appeared, if it came after the server's first listing (`notifications/tools/list_changed`). */
+  addedAt?: string;
 }
+
+/**
+ * The longest description a summary or a search hit carries; `detail="full"` has the whole text (itself
+ * capped when the server is listed, see core/upstream/tool_caps.ts). A summary is for picking a tool.
+ */
+export const SUMMARY_CHARS = 1_000;
+/** How much of a description (and of each parameter's) search indexes: enough to find a tool by. */
+export const INDEX_CHARS = 2_000;
+/** Parameters whose names and descriptions search indexes, per tool. */
+const INDEX_PARAMS = 100;
 
 /** The `server` of every skill's doc: skills are searched with the tools and told apart by it. */
 export const SKILLS_SERVER = "skills";
@@ -33,6 +45,8 @@ export interface ToolSummary {
   alias: string;
   title?: string;
   description: string;
+  /** When the tool appeared, if it came after the server's first listing. */
+  addedAt?: string;
 }
 
 /** The full view of a tool: enough to call it. */
@@ -70,7 +84,7 @@ export const SEARCH_FIELDS = [
 export type SearchField = typeof SEARCH_FIELDS[number];
 
 /** Turns an MCP `Tool` from `tools/list` into a doc for the given server. */
-export function toolDoc(server: string, tool: Tool): ToolDoc {
+export function toolDoc(server: string, tool: Tool, addedAt?: string): ToolDoc {
   const doc: ToolDoc = { server, tool: tool.name };
   const title = tool.title ?? tool.annotations?.title;
   if (title) doc.title = title;
@@ -78,6 +92,7 @@ export function toolDoc(server: string, tool: Tool): ToolDoc {
   if (tool.inputSchema) doc.inputSchema = tool.inputSchema as Record<string, unknown>;
   if (tool.outputSchema) doc.outputSchema = tool.outputSchema as Record<string, unknown>;
   if (tool.annotations) doc.annotations = tool.annotations as Record<string, unknown>;
+  if (addedAt) doc.addedAt = addedAt;
   return doc;
 }
 
@@ -107,22 +122,35 @@ const LOWER = /^[a-z]+$/;
 /** Upper-case runs before a capitalised word (HTML|Parser), capitalised or lower words, digit runs. */
 const PART = /\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{N}+|[\p{L}\p{N}]+/gu;
 
-/** The words of every searchable field of a doc. */
+/**
+ * The words of every searchable field of a doc, from a bounded prefix of each text (INDEX_CHARS), so the
+ * index costs the same for a tool whose description is a megabyte as for one whose description is a page.
+ */
 export function searchFields(doc: ToolDoc): SearchFields {
-  const properties = schemaProperties(doc.inputSchema);
+  const properties = Object.entries(schemaProperties(doc.inputSchema)).slice(0, INDEX_PARAMS);
   const paramDocs: string[] = [];
-  for (const property of Object.values(properties)) {
-    if (typeof property?.description === "string") paramDocs.push(...splitWords(property.description));
+  for (const [, property] of properties) {
+    if (typeof property?.description === "string") paramDocs.push(...words(property.description));
   }
   return {
     server: splitWords(doc.server),
-    name: splitWords(doc.tool),
-    title: splitWords(doc.title ?? ""),
-    description: splitWords(doc.description ?? ""),
-    params: Object.keys(properties).flatMap((name) => splitWords(name)),
+    name: words(doc.tool),
+    title: words(doc.title ?? ""),
+    description: words(doc.description ?? ""),
+    params: properties.flatMap(([name]) => words(name)),
     paramDocs,
-    body: doc.body ? splitWords(doc.body) : [],
+    body: doc.body ? words(doc.body) : [],
   };
+}
+
+function words(text: string): string[] {
+  return splitWords(text.length > INDEX_CHARS ? text.slice(0, INDEX_CHARS) : text);
+}
+
+/** A description cut to SUMMARY_CHARS, with "…" where it was cut. */
+export function summaryText(description: string | undefined): string {
+  const text = description ?? "";
+  return text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS - 1)}…` : text;
 }
 
 /** All searchable words of a doc as one string (for display and debugging). */
@@ -138,8 +166,12 @@ export function toolSummary(doc: ToolDoc): ToolSummary {
     tool: doc.tool,
     alias: pythonAlias(doc.tool),
   };
-  if (doc.title) summary.title = doc.title;
-  return { ...summary, description: doc.description ?? "" };
+  if (doc.title) summary.title = summaryText(doc.title);
+  return {
+    ...summary,
+    description: summaryText(doc.description),
+    ...(doc.addedAt ? { addedAt: doc.addedAt } : {}),
+  };
 }
 
 /** The full view of a doc, with its schema and a Python-style signature. */
@@ -147,6 +179,8 @@ export function toolFull(doc: ToolDoc): ToolFull {
   const inputSchema = doc.inputSchema ?? { type: "object", properties: {} };
   const full: ToolFull = {
     ...toolSummary(doc),
+    ...(doc.title ? { title: doc.title } : {}),
+    description: doc.description ?? "",
     inputSchema,
     signature: signatureLine(doc),
   };

@@ -9,6 +9,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { type ConfigFile, ConfigFileError, readConfigFile, userConfigDir } from "./file.ts";
 import { globList } from "./globs.ts";
 import { mountList, type MountSpec, resolveMounts } from "./mounts.ts";
+import { type KeptServer, readKeptServers } from "./kept_servers.ts";
 
 /** Accepts "30", "30s", "1.5s", "500ms", "2m" and returns seconds. */
 function seconds(what: string) {
@@ -46,6 +47,18 @@ const bytes = z.string().trim().transform((raw, ctx) => {
   }
   const unit = (m[2] ?? "").toLowerCase()[0] as "k" | "m" | "g" | undefined;
   return Number(m[1]) * (unit ? { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[unit] : 1);
+});
+/** A registry's base URL (http or https), or "off". */
+const registryUrl = z.string().trim().transform((raw, ctx) => {
+  if (raw.toLowerCase() === "off") return "off";
+  try {
+    const url = new URL(raw);
+    if (url.protocol === "https:" || url.protocol === "http:") return url.href.replace(/\/+$/, "");
+  } catch {
+    // reported below
+  }
+  ctx.addIssue({ code: "custom", message: "expected the registry's http(s) base URL, or off" });
+  return z.NEVER;
 });
 const bool = z.string().trim().toLowerCase().pipe(
   z.enum(["1", "0", "true", "false", "yes", "no", "on", "off"]),
@@ -117,6 +130,36 @@ const SPEC = {
     fallback: "codemode",
     doc: "Seccomp profile of container sandboxes: codemode (built in, see docs/security.md), engine (the " +
       "engine's default) or the path of a JSON profile",
+  },
+  // The gVisor tier (docs/security.md#gvisor).
+  isolation: {
+    env: "CODEMODE_ISOLATION",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["container", "gvisor"])),
+    fallback: "container",
+    doc:
+      "container: sandboxes share the host kernel (runc), behind codemode's seccomp profile; gvisor: every " +
+      "sandbox runs under gVisor's user-space kernel (runsc), never falling back to runc or Pyodide",
+  },
+  gvisorPlatform: {
+    env: "CODEMODE_GVISOR_PLATFORM",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().regex(
+      /^[a-z][a-z0-9_-]*$/,
+      "expected a runsc platform such as ptrace",
+    ),
+    fallback: "ptrace",
+    doc:
+      "How runsc intercepts system calls under CODEMODE_ISOLATION=gvisor: ptrace works everywhere; systrap " +
+      "(newer runsc) or kvm (needs /dev/kvm) are faster where they work",
+  },
+  runsc: {
+    env: "CODEMODE_RUNSC",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc: "The runsc binary for CODEMODE_ISOLATION=gvisor (default: runsc on PATH); passed to the engine by " +
+      "its absolute path",
   },
   idleTimeout: {
     env: "CODEMODE_IDLE_TIMEOUT",
@@ -323,6 +366,38 @@ const SPEC = {
     doc: "In a `runtime.plan` block the user approved, a call that was not in the plan: deny it " +
       "(PermissionError) or ask about it separately",
   },
+  // Servers added from a registry (docs/discovery.md#adding-servers-from-a-registry).
+  registryUrl: {
+    env: "CODEMODE_REGISTRY_URL",
+    aliases: [],
+    parse: registryUrl,
+    fallback: "https://registry.modelcontextprotocol.io",
+    doc: "The MCP registry runtime.find_servers() searches (its base URL; an organisation's own works the " +
+      "same); off turns find and add off",
+  },
+  addServers: {
+    env: "CODEMODE_ADD_SERVERS",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["off", "ask", "allow"])),
+    fallback: "off",
+    doc: "Whether sandbox code may add registry servers with runtime.add_server(): off, ask (the user " +
+      "approves each, through MCP elicitation) or allow (no question)",
+  },
+  addAllow: {
+    env: "CODEMODE_ADD_ALLOW",
+    aliases: [],
+    parse: globList("add"),
+    fallback: "*",
+    doc: "Registry servers that may be added: globs of registry names (io.github.org/*) or packages " +
+      "(npm:<name>, pypi:<name>, remote:<host>)",
+  },
+  addDeny: {
+    env: "CODEMODE_ADD_DENY",
+    aliases: [],
+    parse: globList("add").optional(),
+    fallback: undefined,
+    doc: "Registry servers that may never be added; beats the allow list (unset: none)",
+  },
   prewarm: {
     env: "CODEMODE_PREWARM",
     aliases: [],
@@ -359,6 +434,12 @@ export type Settings = { [K in keyof Spec]: z.output<Spec[K]["parse"]> } & {
   stateDir: string;
   /** Extra skill directories from the config file's `skills: {dirs: [...]}`, absolute, in order. */
   skillDirs: string[];
+  /** Servers kept in the config file's `servers:` (added from a registry); see kept_servers.ts. */
+  keptServers: KeptServer[];
+  /** What is wrong with entries under `servers:` (reported by discovery; the other entries load). */
+  keptServerProblems: string[];
+  /** The config file that was read, if any (kept servers are written to it). */
+  configFile?: string;
   sources?: SettingSources;
 };
 /** Per setting: the variable that set it, or the path of the config file that did. */
@@ -468,6 +549,19 @@ export function resolveSettings(
     delete sources.timeout;
     delete sources.maxTimeout;
   }
+  if (out.isolation === "gvisor" && out.runtime === "pyodide") {
+    // Pyodide is not a container: gVisor cannot run it. The runtime falls back, never the isolation.
+    const where = (key: SettingKey) => sources[key] ?? SPEC[key].env;
+    problems.push({
+      key: "runtime",
+      source: where("runtime"),
+      message: `Invalid ${where("runtime")}: the pyodide runtime cannot run under gVisor (${
+        where("isolation")
+      }=gvisor); choose podman or docker, or auto`,
+    });
+    out.runtime = fallbackOf(SPEC.runtime);
+    delete sources.runtime;
+  }
   out.stateDir ??= env.XDG_STATE_HOME
     ? join(env.XDG_STATE_HOME, "codemode")
     : join(env.HOME || homedir(), ".local", "state", "codemode");
@@ -496,6 +590,9 @@ export function resolveSettings(
     }
   }
   out.skillDirs = sections.skillDirs ?? [];
+  out.keptServers = sections.servers ?? [];
+  out.keptServerProblems = sections.serverProblems ?? [];
+  if (file) out.configFile = file.path;
   out.sources = sources;
   return { settings: out as Settings, problems };
 }
@@ -503,6 +600,8 @@ export function resolveSettings(
 /** What the config file's structured keys hold beyond plain settings. */
 interface FileSections {
   skillDirs?: string[];
+  servers?: KeptServer[];
+  serverProblems?: string[];
 }
 
 /** `skills:` as a mapping: `mode` is CODEMODE_SKILLS, `dirs` the extra skill directories. */
@@ -557,6 +656,12 @@ function fileValues(
   const keys = new Map((Object.keys(SPEC) as SettingKey[]).map((k) => [fold(k), k]));
   const problem = (key: string, message: string) => problems.push({ key, source: file.path, message });
   for (const [as, value] of Object.entries(file.values)) {
+    if (fold(as) === "servers") {
+      const kept = readKeptServers(value, file.path);
+      sections.servers = kept.servers;
+      sections.serverProblems = kept.problems;
+      continue;
+    }
     const key = keys.get(fold(as));
     if (!key || key === "config") {
       problem(

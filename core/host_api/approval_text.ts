@@ -1,24 +1,23 @@
 /**
- * What a person reads when asked: the question for one call (who wants to call what, with which arguments,
- * why we ask, for how long) or for a plan (every call it will make), with arguments summarised and every
- * configured secret redacted before anything is cut.
+ * The words of an approval question: the text a person reads (a call's, a plan's, or the opening lines
+ * another kind of request brings), how refusals name the request, and the arguments of a call as a person
+ * reads them (clipped, configured secrets redacted before anything is cut).
  * @module
  */
 import { redact } from "../upstream/redact.ts";
 
-/** A call waiting for the user's approval, as the sandbox API describes it. */
-export interface ApprovalRequest {
+/** What the text of a question is built from (an approval request). */
+export interface QuestionParts {
+  kind?: string;
   server: string;
   tool: string;
-  /** The arguments as a person reads them: truncated, configured secrets redacted. */
   summary: string;
-  /** Which rule asks, and where it was set. */
   reason: string;
-  /** Set when the question is a plan's (runtime.plan): `summary` then lists its calls, one per line. */
-  plan?: PlanSummary;
+  text?: string;
+  subject?: string;
 }
 
-/** What a plan question shows besides its calls' lines. */
+/** What a plan's question (kind "plan", runtime.plan) shows besides its calls' lines. */
 export interface PlanSummary {
   /** What the program says the plan does: its own words, shown quoted, redacted and cut. */
   description: string;
@@ -29,19 +28,30 @@ export interface PlanSummary {
 /** Most characters of one argument's value, and of the whole summary, a question shows. */
 export const SUMMARY_LIMITS = { value: 200, total: 800 } as const;
 
-/** The text a person reads: who wants to call what, with which arguments, why we ask, and for how long. */
-export function questionText(request: ApprovalRequest, timeoutSeconds: number): string {
-  if (request.plan) return planQuestionText(request, request.plan, timeoutSeconds);
+/**
+ * The text a person reads: who wants to call what, with which arguments (or the request's own opening
+ * lines), why we ask, and for how long. A plan's opening lines already say why it asks.
+ */
+export function questionText(request: QuestionParts, timeoutSeconds: number): string {
+  const wait = `No answer within ${duration(timeoutSeconds)} counts as declined.`;
+  if (request.kind === "plan") {
+    return [request.text ?? request.summary, `Approve the plan? ${wait}`].join("\n");
+  }
+  const call = isCall(request);
   return [
-    `Sandbox code wants to call the tool "${request.tool}" of the MCP server "${request.server}".`,
-    `Arguments: ${request.summary}`,
+    ...call
+      ? [
+        `Sandbox code wants to call the tool "${request.tool}" of the MCP server "${request.server}".`,
+        `Arguments: ${request.summary}`,
+      ]
+      : [request.text ?? request.summary],
     `Asked because ${request.reason}.`,
-    `Approve this call? No answer within ${duration(timeoutSeconds)} counts as declined.`,
+    `Approve ${call ? "this call" : "this"}? ${wait}`,
   ].join("\n");
 }
 
-/** A plan's question: what the program says it does, and every call it will make if approved. */
-function planQuestionText(request: ApprovalRequest, plan: PlanSummary, timeoutSeconds: number): string {
+/** A plan's opening lines: what the program says it does, and every call (`lines`) it will make. */
+export function planText(plan: PlanSummary, lines: string): string {
   const n = plan.calls;
   return [
     `Sandbox code asks you to approve a plan: "${plan.description}".`,
@@ -50,11 +60,20 @@ function planQuestionText(request: ApprovalRequest, plan: PlanSummary, timeoutSe
         n === 1 ? "this call" : `these ${n} calls`
       } (tools annotated read-only run without being asked about):`
       : "It makes no call that could change anything (tools annotated read-only run without being asked about):",
-    request.summary,
+    lines,
     "Only these calls will go out, without further questions; any other call that could change something " +
     "is refused. The block's other steps run again too.",
-    `Approve the plan? No answer within ${duration(timeoutSeconds)} counts as declined.`,
   ].join("\n");
+}
+
+/** Whether a request is a tool call (the kind every request is unless it says otherwise). */
+export function isCall(request: { kind?: string }): boolean {
+  return request.kind === undefined || request.kind === "call";
+}
+
+/** How messages name a request: `Call to "server/tool"`, or the request's own subject. */
+export function subjectOf(request: QuestionParts): string {
+  return request.subject ?? `Call to "${request.server}/${request.tool}"`;
 }
 
 function duration(seconds: number): string {

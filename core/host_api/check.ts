@@ -1,7 +1,8 @@
 /**
  * The host side of the pre-run check (`check_calls`): the tool calls a program writes with literal names,
  * found and resolved in the sandbox (sandbox/mcp/_precheck.py), checked against what the host alone knows:
- * the configured servers, their current tools and input schemas, and the policy. Each certain problem is a
+ * the session's servers (configured, and those it added), their current tools and input schemas, and the
+ * policy. Each certain problem is a
  * finding with the call's line and column, a message and a one-line fix; the sandbox refuses to run a
  * program with any. Unknown server, unknown tool (with the nearest names), unknown keyword (a schema is
  * closed unless it explicitly allows more; the proxies' own `raw=` never counts), missing required
@@ -17,7 +18,6 @@ import { mismatch } from "../catalog/literal_match.ts";
 import { closed, isSchema, propertiesOf } from "../catalog/schema.ts";
 import { schemaType } from "../catalog/stubs.ts";
 import type { CheckFinding } from "../contracts/output.ts";
-import type { RpcMethod } from "./skills_api.ts";
 import { writtenCall } from "../skills/check.ts";
 
 /** One call as the sandbox reports it. */
@@ -42,7 +42,7 @@ export interface CheckedCall {
 
 /** What the check needs from the host. */
 export interface CheckDeps {
-  /** Every configured server the policy allows (the pool's names). */
+  /** Every server the session has (the pool's names: configured, and added by the session). */
   names(): string[];
   listTools(server: string): Promise<Tool[]>;
   policy: Policy;
@@ -56,14 +56,13 @@ export interface CheckDeps {
  */
 export const CHECK_CALL_LIMITS = { calls: 10_000, findings: 200, listMs: 5000 } as const;
 
-/** The `check_calls` RPC method. */
-export function checkMethods(deps: CheckDeps): Record<string, RpcMethod> {
-  return {
-    async check_calls(params) {
-      const calls = Array.isArray(params.calls) ? params.calls.slice(0, CHECK_CALL_LIMITS.calls) : [];
-      return { findings: await checkProgramCalls(calls.filter(wellFormed), deps) };
-    },
-  };
+/** The `check_calls` RPC method's answer: the findings for the calls the sandbox found. */
+export async function checkCalls(
+  params: Record<string, unknown>,
+  deps: CheckDeps,
+): Promise<{ findings: CheckFinding[] }> {
+  const calls = Array.isArray(params.calls) ? params.calls.slice(0, CHECK_CALL_LIMITS.calls) : [];
+  return { findings: await checkProgramCalls(calls.filter(wellFormed), deps) };
 }
 
 /** The findings for a program's calls, in the order of the calls. */
@@ -99,11 +98,11 @@ async function checkOne(
   const servers = deps.names();
   const server = findServer(servers, call.server);
   if (call.unbound) return server ? misnamedServer(call, server) : unknownServer(call, servers, deps.policy);
-  if (!server) return []; // a server the sandbox has and the host does not (added in the session): not ours
+  if (!server) return []; // a server the sandbox has and the host does not here: not ours to judge
   const tools = await toolsOf(server);
   if (!tools) return [];
   const written = writtenAs(call);
-  const tool = findTool(tools, call.tool);
+  const tool = findTool(tools, call.tool, (t) => deps.policy.allowsTool(server, t.name, t.annotations).ok);
   if (!tool) {
     const allowed = tools.filter((t) => deps.policy.allowsTool(server, t.name, t.annotations).ok);
     const near = nearest(call.tool, allowed.map((t) => pythonAlias(t.name)));
@@ -226,9 +225,18 @@ export function findServer(names: readonly string[], name: string): string | und
   return names.includes(name) ? name : names.find((n) => pythonAlias(n) === name);
 }
 
-/** Finds a tool by the server's own name (`get-sum`) or its alias (`get_sum`). */
-export function findTool(tools: readonly Tool[], name: string): Tool | undefined {
-  return tools.find((t) => t.name === name) ?? tools.find((t) => pythonAlias(t.name) === name);
+/**
+ * Finds a tool by the server's own name (`get-sum`) or its alias (`get_sum`). A tool's own name wins; of
+ * tools sharing an alias the first listed owns it, as in the sandbox's proxies, except that one `allowed`
+ * refuses does not shadow the next.
+ */
+export function findTool(
+  tools: readonly Tool[],
+  name: string,
+  allowed: (tool: Tool) => boolean = () => true,
+): Tool | undefined {
+  const aliased = tools.filter((t) => pythonAlias(t.name) === name);
+  return tools.find((t) => t.name === name) ?? aliased.find(allowed) ?? aliased[0];
 }
 
 /** The call as the program wrote it (proxies and imports by the server's alias). */

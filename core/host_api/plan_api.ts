@@ -6,12 +6,12 @@
  */
 import { PLAN_LIMITS } from "./dry_run.ts";
 import { planRequest } from "./plans.ts";
-import { RpcError } from "./rpc.ts";
+import { type RpcContext, RpcError } from "./rpc.ts";
 import type { RpcMethod } from "./skills_api.ts";
 
-/** What the plan methods need: the secrets to redact from the question. */
+/** What the plan methods need: the secrets to redact from the question (the session's servers'). */
 export interface PlanDeps {
-  secrets(): readonly string[];
+  secrets(context: RpcContext): readonly string[];
 }
 
 /** The plan RPC methods: begin, approve (ask the user), end. */
@@ -39,7 +39,7 @@ export function planMethods(deps: PlanDeps): Record<string, RpcMethod> {
             "arguments, too many to put to the user; split it into smaller plans. Nothing in it ran",
         );
       }
-      const request = planRequest(plan, deps.secrets());
+      const request = planRequest(plan, deps.secrets(context));
       const answer = context.approve ? await context.approve(request) : {
         approved: false,
         message: "The plan needs the user's approval, and nobody can be asked here",
@@ -48,8 +48,7 @@ export function planMethods(deps: PlanDeps): Record<string, RpcMethod> {
         plan.state = "declined";
         throw new RpcError(
           "PermissionError",
-          `${(answer.message ?? "Declined by the user").replace(/^Call to "[^"]*\/plan"/, "The plan")}; ` +
-            "nothing in it ran",
+          `${answer.message ?? "The plan declined by the user"}; nothing in it ran`,
         );
       }
       if (answer.message) context.note?.(answer.message);

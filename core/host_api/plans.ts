@@ -9,7 +9,13 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
-import { type ApprovalRequest, redactedText, summarizeArguments } from "./approvals.ts";
+import {
+  type ApprovalRequest,
+  type PlanSummary,
+  planText,
+  redactedText,
+  summarizeArguments,
+} from "./approvals.ts";
 import { PLAN_LIMITS, type PlannedCall } from "./dry_run.ts";
 import { RpcError } from "./rpc_error.ts";
 
@@ -107,15 +113,22 @@ export function planRequest(plan: { description: string; calls: PlannedCall[] },
     lines.push(`- … and ${groups.size - PLAN_CAPS.lines} more different calls`);
   }
   const servers = [...new Set(plan.calls.map((c) => c.server))];
+  const summary: PlanSummary = {
+    description: redactedText(plan.description, secrets, PLAN_CAPS.description),
+    calls: plan.calls.length,
+  };
+  const calls = lines.join("\n") || "(no call that could change anything)";
   const request: ApprovalRequest = {
+    kind: "plan",
     server: servers.join(", ") || "(none)",
     tool: "plan",
-    summary: lines.join("\n") || "(no call that could change anything)",
+    summary: calls,
     reason: "runtime.plan asks before a plan's calls run",
-    plan: {
-      description: redactedText(plan.description, secrets, PLAN_CAPS.description),
-      calls: plan.calls.length,
-    },
+    text: planText(summary, calls),
+    subject: "The plan",
+    // One answer for the whole plan: approving it never approves a tool for the session.
+    scopes: [],
+    plan: summary,
   };
   return request;
 }

@@ -50,6 +50,9 @@ export class CodemodeMetrics {
   readonly upstreamRestarts: Counter<"server">;
   readonly approvals: Counter<"answer">;
   readonly approvalQuestions: Counter;
+  readonly registryFinds: Counter<"outcome">;
+  readonly serverAdds: Counter<"answer">;
+  readonly serverAddRefusals: Counter<"reason">;
   readonly hostCalls: Counter<"method" | "outcome">;
   readonly hostCallDuration: Histogram<"method">;
   readonly malformedFrames: Counter;
@@ -129,6 +132,27 @@ export class CodemodeMetrics {
     this.approvalQuestions = new Counter({
       name: "codemode_approval_questions_total",
       help: "Approval questions put to a person",
+      registers,
+    });
+    this.registryFinds = new Counter({
+      name: "codemode_registry_finds_total",
+      help: "Registry searches sandbox code made (runtime.find_servers), by outcome (ok, error)",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.serverAdds = new Counter({
+      name: "codemode_server_adds_total",
+      help:
+        "Servers sandbox code asked to add that got as far as the user (or CODEMODE_ADD_SERVERS=allow), " +
+        "by answer: approved, allowed (no question), declined, timeout, unavailable, failed (did not start)",
+      labelNames: ["answer"],
+      registers,
+    });
+    this.serverAddRefusals = new Counter({
+      name: "codemode_server_add_refusals_total",
+      help: "Adds refused before any question, by reason: off (adding is off), policy (a rule refused it), " +
+        "entry (an entry codemode will not run, or a bad request), secret (sandbox code passed a secret's value)",
+      labelNames: ["reason"],
       registers,
     });
     this.hostCalls = new Counter({

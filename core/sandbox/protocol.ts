@@ -153,10 +153,15 @@ export interface BootstrapConfig {
   max_output: number;
   /** Cap on the bytes of all displays of one execution (images, tables); beyond it they are dropped. */
   max_display?: number;
-  /** Every configured, allowed server, so proxies exist before first use. */
-  servers: { name: string; alias: string; description?: string }[];
+  /**
+   * Every configured, allowed server, so proxies exist before first use, and the servers the session
+   * added from a registry (`added` says from which entry).
+   */
+  servers: { name: string; alias: string; description?: string; added?: { name: string; version: string } }[];
   /** The file descriptor of a direct duplex channel to use for frames instead of stdin/stdout. */
   channel_fd?: number;
+  /** The MCP registry, when find_servers can search one: whether servers can be added (capability text). */
+  registry?: { add: "off" | "ask" | "allow" };
   /** "off" skips the pre-run check of every program (CODEMODE_PRECHECK). */
   precheck?: "on" | "off";
   /** Where runs leave artifacts and what the sandbox sends of them (the host enforces its caps again). */

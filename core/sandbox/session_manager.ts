@@ -46,8 +46,8 @@ export interface SessionManagerOptions {
   limits: SandboxLimits;
   /** The bootstrap command run inside the sandbox. */
   command: string[];
-  /** The first frame: the runtime source and its configuration. */
-  bootstrap: () => HostFrame;
+  /** The first frame of a sandbox of the session `key`: the runtime source and its configuration. */
+  bootstrap: (key: string) => HostFrame;
   rpc: RpcHandler;
   maxOutput: number;
   /** Cap on one run's displays, in bytes. */
@@ -170,6 +170,7 @@ export class SessionManager {
         ? {
           sandbox: entry.ready.name,
           runtime: entry.ready.runtime,
+          isolation: entry.ready.isolation,
           python: entry.ready.python,
           startedAt: entry.ready.startedAt?.toISOString(),
         }
@@ -329,8 +330,9 @@ export class SessionManager {
           labels: ownerLabels(key),
           ...(o.mounts?.length && runtime.mountMode === "bind" ? { mounts: o.mounts } : {}),
         },
-        bootstrap: o.bootstrap(),
+        bootstrap: o.bootstrap(key),
         rpc: o.rpc,
+        session: key,
         maxOutput: o.maxOutput,
         maxDisplay: o.maxDisplay,
         graceMs: (o.graceSeconds ?? 2) * 1000,

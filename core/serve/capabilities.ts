@@ -25,6 +25,7 @@ export function capabilityText(
   runtime?: string,
   policy?: Policy,
   skills?: { writable: boolean; list: SkillLine[] },
+  registry?: { find: boolean; add: "off" | "ask" | "allow" },
 ): string {
   const lines = [
     "# codemode: run_python",
@@ -81,6 +82,7 @@ export function capabilityText(
     `## Configured servers (${servers.length})`,
     ...servers.map((s) => `- \`${pythonAlias(s.name)}\`${s.description ? `: ${s.description}` : ""}`),
     ...skillLines(skills),
+    ...registryLines(registry),
     ...policyLines(policy),
     ...approvalLines(policy),
   ];
@@ -105,6 +107,23 @@ function skillLines(skills: { writable: boolean; list: SkillLine[] } | undefined
     ...shown,
     skills.list.length > MAX_SKILLS ? `- ... ${skills.list.length - MAX_SKILLS} more: list_skills()` : "",
   ].filter((line, i) => line !== "" || i === 0);
+}
+
+/** The order for the model: configured tools first, then the registry, then asking to add a server. */
+function registryLines(registry: { find: boolean; add: "off" | "ask" | "allow" } | undefined): string[] {
+  if (!registry?.find) return [];
+  return [
+    "",
+    "## More servers (the MCP registry)",
+    "1. Search the configured tools first: `await runtime.search_tool_docs('words')`.",
+    "2. Only when none fits: `await runtime.find_servers('name words', limit=10)` searches the MCP registry",
+    "   by server name (dicts: `name`, `description`, `version`, `run`, `env`, `allowed`, `why`).",
+    registry.add === "off"
+      ? "3. Adding servers is off here: tell the user which server would help (they can set CODEMODE_ADD_SERVERS=ask)."
+      : `3. \`info = await runtime.add_server(name, alias=None)\` ${
+        registry.add === "ask" ? "asks the user, then starts it" : "starts it"
+      }; \`mcp_<alias>\` works in the same run. \`await runtime.remove_server(alias)\` stops it.`,
+  ];
 }
 
 /** Which calls wait for the user's approval, and what a refusal looks like. */

@@ -82,7 +82,9 @@ def findings(source, tree):
     result = _skill_findings(found, resolver, kernel)
     if calls:
         try:
-            answer = kernel.rpc.call_sync("check_calls", {"calls": calls})
+            # A program that adds servers is checked against the configured ones alone: what it adds may
+            # replace a server the session added before, under the same alias.
+            answer = kernel.rpc.call_sync("check_calls", {"calls": calls, "adds_servers": found.adds_servers})
         except Exception:  # a check the host can't make must not stop the program
             answer = {}
         result += [f for f in (answer or {}).get("findings") or [] if isinstance(f, dict)]

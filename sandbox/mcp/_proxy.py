@@ -79,6 +79,16 @@ def normalise_tools(value):
     return tools
 
 
+def aliases(tools):
+    """{alias or name: name}, resolved as the host resolves them: a tool's own name always wins, and of
+    tools whose names share an alias ("get-file", "get.file") the first listed owns it."""
+    by_alias = {}
+    for tool in tools:
+        by_alias.setdefault(tool["alias"], tool["name"])
+    by_alias.update({tool["name"]: tool["name"] for tool in tools})
+    return by_alias
+
+
 class _State:
     def __init__(self, name, alias):
         self.name = name
@@ -95,8 +105,7 @@ class _State:
 
     def remember(self, value):
         self.tools = normalise_tools(value)
-        self.by_alias = {tool["alias"]: tool["name"] for tool in self.tools}
-        self.by_alias.update({tool["name"]: tool["name"] for tool in self.tools})
+        self.by_alias = aliases(self.tools)
 
 
 class ServerProxy:
@@ -118,7 +127,7 @@ class ServerProxy:
         return proxy
 
     def __dir__(self):
-        return sorted(tool["alias"] for tool in self._tools_sync())
+        return sorted({tool["alias"] for tool in self._tools_sync()})
 
     def __repr__(self):
         state = self.__state

@@ -64,6 +64,7 @@ export function SessionsPanel({ serves }) {
                 <th>state</th>
                 <th>sandbox</th>
                 <th>runtime</th>
+                <th>isolation</th>
                 <th>python</th>
                 <th>runs</th>
                 <th>last used</th>
@@ -79,6 +80,7 @@ export function SessionsPanel({ serves }) {
                   </td>
                   <td class="mono">${x.sandbox ?? "-"}</td>
                   <td>${x.runtime ?? "-"}</td>
+                  <td>${x.isolation ?? "-"}</td>
                   <td>${x.python ?? "-"}</td>
                   <td>${x.runs}</td>
                   <td>${ago(x.lastUsedAt)}</td>
@@ -124,9 +126,14 @@ export function ServersPanel({ serves }) {
                       ? html`<div class="call-error">${x.error}</div>`
                       : null}</td>
                     <td>${x.restarts}</td>
-                    <td>${x.tools.length}${x.index
+                    <td>${x.toolCount ?? x.tools.length}${x.index
                       ? html`
                         <span class="muted aside">(${x.index})</span>
+                      `
+                      : null}${x.problems?.some((p) => p.leftOut)
+                      ? html`
+                        <span class="call-error aside">${x.problems.filter((p) => p.leftOut)
+                          .length} left out</span>
                       `
                       : null}</td>
                   </tr>
@@ -136,10 +143,27 @@ export function ServersPanel({ serves }) {
                     <tr class="detail">
                       <td colspan="5">
                         <ul class="tools">${x.tools.map((t) =>
-                          html`<li><span class="mono">${t.name}</span> <span class="muted">${
-                            t.description ?? ""
-                          }</span></li>`
-                        )}</ul>
+                          html`<li><span class="mono">${t.name}</span>${
+                            t.addedAt
+                              ? html`
+                                <span class="badge">new</span>
+                              `
+                              : null
+                          } <span class="muted">${t.description ?? ""}</span></li>`
+                        )}${(x.toolCount ?? 0) > x.tools.length
+                          ? html`<li class="muted">and ${
+                            x.toolCount - x.tools.length
+                          } more: codemode tools ${x.name}</li>`
+                          : null}</ul>
+                        ${x.problems?.length
+                          ? html`<ul class="tools problems">${
+                            x.problems.map((p) =>
+                              html`<li class="call-error"><span class="mono">${p.tool}</span> ${p.problem}${
+                                p.leftOut ? " (left out)" : ""
+                              }</li>`
+                            )
+                          }</ul>`
+                          : null}
                       </td>
                     </tr>
                   `

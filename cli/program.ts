@@ -70,6 +70,14 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
     .option("--json", "print JSON for scripts")
     .action(async (server, opts) => setExit(await (await import("./search_command.ts")).tools(server, opts)));
 
+  program.command("stubs")
+    .description("Print the Python stubs (.pyi) of MCP servers' tools, or write them for editors")
+    .argument("[servers...]", "server names or aliases (default: every configured server)")
+    .option("--out <dir>", "write DIR/mcp/servers/<alias>.pyi instead of printing")
+    .action(async (servers: string[], opts) =>
+      setExit(await (await import("./stubs.ts")).stubs(servers, opts))
+    );
+
   const auth = program.command("auth")
     .description("Log in to remote MCP servers that require OAuth, show and end those logins");
   auth.command("login")

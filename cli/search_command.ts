@@ -37,7 +37,8 @@ export async function tools(server: string, opts: { json?: boolean }): Promise<n
   }
 }
 
-function catalogDeps(config: CliConfig): CatalogDeps {
+/** What the catalog commands (search, tools, stubs) need, from this process's config. */
+export function catalogDeps(config: CliConfig): CatalogDeps {
   const settings = config.settings;
   return {
     specs: config.discovery.servers,

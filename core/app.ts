@@ -158,7 +158,11 @@ export class Codemode {
           skillDocs: () => this.catalog.skillDocs(),
           toolDocs: (server) => this.#toolDocs(server),
         },
-        { view: (session) => this.added.view(session), methods: this.registry.methods },
+        {
+          view: (session) => this.added.view(session),
+          methods: this.registry.methods,
+          unplanned: this.settings.planUnplanned,
+        },
       ),
       maxOutput: s.maxOutput,
       maxDisplay: s.maxDisplay,
@@ -234,6 +238,7 @@ export class Codemode {
     return {
       max_output: this.settings.maxOutput,
       max_display: this.settings.maxDisplay,
+      precheck: this.settings.precheck,
       servers: [
         ...this.servers.map((s) => ({
           name: s.name,

@@ -29,6 +29,7 @@ import { benchRegistry } from "./bench_registry.ts";
 import { benchHostile } from "./bench_hostile.ts";
 import { benchGvisor } from "./bench_gvisor.ts";
 import { benchFleet } from "./bench_fleet.ts";
+import { benchPrecheck } from "./bench_precheck.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -52,6 +53,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   hostile: benchHostile,
   gvisor: benchGvisor,
   fleet: benchFleet,
+  precheck: benchPrecheck,
 };
 
 /** Sections that run only when asked for with --only: building two images from scratch takes many minutes. */

@@ -28,10 +28,11 @@ setup_started=$(now_ms)
 step "Installing container engines, image tools, python3 and the test browser from apt"
 # chromium: the dashboard's browser tests drive Debian's headless Chromium (puppeteer-core downloads none).
 # python3: unit tests run the sandbox runtime with the host's python3 (tests/unit/_local_python.ts).
+# mypy: the stub tests type-check the generated .pyi stubs with Debian's mypy (tests/unit/stubs_test.ts).
 # runsc: gVisor, the CODEMODE_ISOLATION=gvisor tier.
 # haproxy, nginx, iproute2: the fleet suite puts both balancers in front of nodes in network namespaces.
 packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
-  containernetworking-plugins iptables ca-certificates hyperfine chromium python3 runsc haproxy nginx iproute2)
+  containernetworking-plugins iptables ca-certificates hyperfine chromium python3 runsc haproxy nginx iproute2 mypy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,6 +5,7 @@
  */
 import type { Tool } from "@modelcontextprotocol/client";
 import { pythonAlias } from "../python_alias.ts";
+import { signatureLine } from "./stubs.ts";
 
 /** One upstream tool, as the doc index stores it. */
 export interface ToolDoc {
@@ -53,7 +54,7 @@ export interface ToolFull extends ToolSummary {
   inputSchema: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
   annotations?: Record<string, unknown>;
-  /** Python-style call signature, e.g. `echo(message: str, count: int = 3)`. */
+  /** The tool's Python signature from its stub, e.g. `echo(*, message: str, count: int = 3)`. */
   signature: string;
 }
 
@@ -181,7 +182,7 @@ export function toolFull(doc: ToolDoc): ToolFull {
     ...(doc.title ? { title: doc.title } : {}),
     description: doc.description ?? "",
     inputSchema,
-    signature: pythonSignature(pythonAlias(doc.tool), inputSchema),
+    signature: signatureLine(doc),
   };
   if (doc.outputSchema) full.outputSchema = doc.outputSchema;
   if (doc.annotations) full.annotations = doc.annotations;
@@ -193,69 +194,4 @@ type Schema = Record<string, unknown> & { description?: unknown };
 function schemaProperties(schema: Record<string, unknown> | undefined): Record<string, Schema> {
   const properties = schema?.properties;
   return properties && typeof properties === "object" ? properties as Record<string, Schema> : {};
-}
-
-/**
- * A Python-style signature for a tool taking keyword arguments described by a JSON schema:
- * required parameters first, then optional ones with their default (or `None`).
- */
-export function pythonSignature(name: string, inputSchema: Record<string, unknown> | undefined): string {
-  const properties = schemaProperties(inputSchema);
-  const required = new Set(Array.isArray(inputSchema?.required) ? inputSchema.required as string[] : []);
-  const names = Object.keys(properties);
-  const ordered = [...names.filter((n) => required.has(n)), ...names.filter((n) => !required.has(n))];
-  const params = ordered.map((param) => {
-    const schema = properties[param] ?? {};
-    const annotation = `${param}: ${pythonType(schema)}`;
-    if (required.has(param)) return annotation;
-    return `${annotation} = ${"default" in schema ? pythonRepr(schema.default) : "None"}`;
-  });
-  return `${name}(${params.join(", ")})`;
-}
-
-/** The Python type annotation for a JSON schema, e.g. `list[str]`, `Literal["a", "b"]`, `int | None`. */
-export function pythonType(schema: unknown): string {
-  if (!schema || typeof schema !== "object") return "Any";
-  const s = schema as Record<string, unknown>;
-  if (Array.isArray(s.enum)) return `Literal[${s.enum.map(pythonRepr).join(", ")}]`;
-  if ("const" in s) return `Literal[${pythonRepr(s.const)}]`;
-  const union = (s.anyOf ?? s.oneOf) as unknown[] | undefined;
-  if (Array.isArray(union)) return unique(union.map(pythonType)).join(" | ");
-  if (Array.isArray(s.type)) return unique(s.type.map((type) => pythonType({ ...s, type }))).join(" | ");
-  switch (s.type) {
-    case "string":
-      return "str";
-    case "integer":
-      return "int";
-    case "number":
-      return "float";
-    case "boolean":
-      return "bool";
-    case "null":
-      return "None";
-    case "array":
-      return s.items && typeof s.items === "object" ? `list[${pythonType(s.items)}]` : "list";
-    case "object":
-      return "dict";
-    default:
-      return "Any";
-  }
-}
-
-/** A JSON value written as a Python literal. */
-export function pythonRepr(value: unknown): string {
-  if (value === null || value === undefined) return "None";
-  if (value === true) return "True";
-  if (value === false) return "False";
-  if (typeof value === "string" || typeof value === "number") return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(", ")}]`;
-  if (typeof value === "object") {
-    const entries = Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${pythonRepr(v)}`);
-    return `{${entries.join(", ")}}`;
-  }
-  return JSON.stringify(String(value));
-}
-
-function unique(items: string[]): string[] {
-  return [...new Set(items)];
 }

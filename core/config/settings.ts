@@ -374,6 +374,25 @@ const SPEC = {
     doc:
       "When the client cannot be asked (no elicitation capability): deny the call, or allow it with a note",
   },
+  // Checks and plans (docs/check.md, docs/approvals.md).
+  precheck: {
+    env: "CODEMODE_PRECHECK",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().transform((s) =>
+      ["1", "true", "yes"].includes(s) ? "on" : ["0", "false", "no"].includes(s) ? "off" : s
+    ).pipe(z.enum(["on", "off"])),
+    fallback: "on",
+    doc: "Check each program's tool calls against the servers' tools and schemas before it runs; when a " +
+      "finding is certain, nothing runs (see docs/check.md)",
+  },
+  planUnplanned: {
+    env: "CODEMODE_PLAN_UNPLANNED",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["deny", "ask"])),
+    fallback: "deny",
+    doc: "In a `runtime.plan` block the user approved, a call that was not in the plan: deny it " +
+      "(PermissionError) or ask about it separately",
+  },
   // Servers added from a registry (docs/discovery.md#adding-servers-from-a-registry).
   registryUrl: {
     env: "CODEMODE_REGISTRY_URL",

@@ -68,7 +68,7 @@ export interface PendingApprovalInfo {
   session: string;
   /** The run (request id) whose call waits. */
   requestId?: string;
-  /** "call" when absent; "add_server" for a server sandbox code wants to add. */
+  /** "call" when absent; "add_server" for a server sandbox code wants to add; "plan" for runtime.plan. */
   kind?: string;
   server: string;
   tool: string;
@@ -77,7 +77,7 @@ export interface PendingApprovalInfo {
   reason: string;
   /** Kinds other than a call: what the question says (e.g. the command an added server runs). */
   text?: string;
-  /** The scopes the person may choose, the first being the default. */
+  /** The scopes the person may choose, the first being the default (absent: approve or decline only). */
   scopes?: { value: string; title: string }[];
   /** Values the question asks for (names only); one that is required can be given in the client only. */
   fields?: { name: string; required: boolean }[];
@@ -85,6 +85,8 @@ export interface PendingApprovalInfo {
   expiresAt: string;
   /** Whether the MCP client was asked too; false when only the dashboard can answer. */
   client: boolean;
+  /** Set for a plan's question (runtime.plan): its description and how many calls `summary` lists. */
+  plan?: { description: string; calls: number };
 }
 
 /** A server a client session added from a registry. */

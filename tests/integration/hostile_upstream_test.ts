@@ -290,14 +290,20 @@ const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
 
 Deno.test({
   name:
-    "no escape sequence from a server reaches the terminal: tools, search, servers and doctor under a pty",
+    "no escape sequence from a server reaches the terminal: tools, search, servers, stubs and doctor under a pty",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
     const home = hostileHome();
     const shown: Record<string, string> = {};
     for (
-      const args of [["tools", "hostile"], ["search", "evil reads files"], ["servers"], ["doctor", "--quick"]]
+      const args of [
+        ["tools", "hostile"],
+        ["search", "evil reads files"],
+        ["servers"],
+        ["stubs", "hostile"],
+        ["doctor", "--quick"],
+      ]
     ) {
       shown[args.join(" ")] = await onTerminal(home, args);
     }
@@ -325,6 +331,7 @@ Deno.test({
     assert.match(shown["tools hostile"], /deep_schema: its inputSchema is nested more than 64 levels deep/);
     assert.match(shown["search evil reads files"], /evil_doc/);
     assert.match(shown["servers"], /left out/);
+    assert.match(shown["stubs hostile"], /def good_echo\(/, "the honest tool's stub is printed");
     assert.match(shown["doctor"], /broken/);
     assert.match(shown["doctor"], /\\u001b\]0;pwned/, "the failing server's stderr is shown, escaped");
     assert.ok(!shown["doctor"].includes(HOSTILE_SECRET), "the failing server's secret is in doctor's report");

@@ -13,6 +13,7 @@ import {
 } from "../../sandbox/source.ts";
 import { LocalPython, type RpcAnswer, type RpcFrame, TEST_CONFIG, withPython } from "./_local_python.ts";
 import { bridgeHost } from "./_bridge_host.ts";
+import { toolStub } from "../../core/catalog/stubs.ts";
 
 const echo = (rpc: RpcFrame): RpcAnswer => {
   if (rpc.method !== "call_tool") {
@@ -48,6 +49,7 @@ const docs = [{
 const host = (rpc: RpcFrame): RpcAnswer => {
   if (rpc.method === "list_tools") return { value: tools };
   if (rpc.method === "query_tool_docs") return { value: docs };
+  if (rpc.method === "stubs") return { value: toolStub(docs[0]) };
   return echo(rpc);
 };
 
@@ -362,18 +364,19 @@ Deno.test("a frame over 16 MiB is refused with ValueError and the session surviv
   });
 });
 
-Deno.test("help() shows a tool's description and a signature from its input schema", async () => {
+Deno.test("help() shows a tool's stub: its typed signature, description and arguments", async () => {
   await withPython(async (python) => {
     const run = await python.execute("help(mcp_my_server.echo)", { answer: host });
     assert.deepEqual(run.rpcs.map((rpc) => [rpc.method, rpc.params]), [
-      ["query_tool_docs", { server: "my-server", tool: "echo", detail: "full" }],
+      ["stubs", { server: "my-server", tool: "echo" }],
     ]);
+    assert.match(run.stdout, /echo\(\*, message: str, times: int = 1, tags: list\[str\] = \.\.\.\) -> Any/);
     assert.match(
       run.stdout,
-      /echo\(\*, message: str, tags: list\[str\] = None, times: int = 1\)|echo\(\*, message: str, times: int = 1, tags: list\[str\] = None\)/,
+      /async def echo\(\*, message: str, times: int = 1, tags: list\[str\] = \.\.\.\) -> Any:/,
     );
     assert.match(run.stdout, /Echoes back the input message\./);
-    assert.match(run.stdout, /message \(string, required\): What to echo/);
+    assert.match(run.stdout, /message: What to echo/);
     const listed = await python.execute("dir(mcp_my_server)", { answer: host });
     assert.equal(listed.done.value, "['echo', 'get_file', 'read_file']");
   });

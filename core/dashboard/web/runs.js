@@ -288,6 +288,8 @@ export function Approvals({ approvals }) {
         const via = a.closed?.via ? ` on the ${a.closed.via === "client" ? "client" : a.closed.via}` : "";
         const what = q.about === "add_server"
           ? `add ${q.tool} as mcp_${q.server}`
+          : q.about === "plan" && q.plan
+          ? `plan: “${q.plan.description}”`
           : `${q.server} / ${q.tool}`;
         return html`<li data-approval=${a.id}>
           <span class="mono">${what}</span> <${Badge} status=${outcome} />${via}${

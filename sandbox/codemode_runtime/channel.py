@@ -1,11 +1,13 @@
 """Frames over private copies of the process's stdin/stdout, or of a direct channel fd the runtime handed
 over (CPython transport).
 
-Who reads: while an async cell runs, its event loop reads the channel itself (`attach`), so an answer
-reaches the awaiting task without a second thread waking the loop; otherwise a daemon thread does. The
+Who reads: the session's event loop reads the channel itself once attached (`attach`), so an answer
+reaches the awaiting task without a second thread waking the loop; before that a daemon thread does. The
 thread also takes over when the loop thread blocks in a synchronous call (`block`), and when the loop
-stops reading (CPU-bound user code) while frames wait, so an interrupt still lands. Reads never block
-and happen under one lock, so whichever side reads, frames are split and dispatched in order.
+stops reading (CPU-bound user code) while frames wait, so an interrupt still lands: it checks every 10 ms
+while a run or a job may keep the loop busy (`busy`), and only a few times a second otherwise, so an idle
+sandbox costs next to no CPU. Reads never block and happen under one lock, so whichever side reads,
+frames are split and dispatched in order.
 """
 import _signal  # signal.pthread_sigmask wraps its answer in enums on every call; this is the hot path
 import os
@@ -22,7 +24,9 @@ _ATOMIC_WRITE = 4096
 _READ_BYTES = 1 << 20
 """Most bytes one read takes from the channel."""
 _STALL_CHECK = 0.01
-"""Seconds between the thread's checks that an attached loop still reads what arrives."""
+"""Seconds between the thread's checks that an attached loop still reads what arrives, while busy."""
+_IDLE_CHECK = 0.25
+"""The same, while nothing runs (the loop waits in select and reads at once)."""
 
 
 class Channel:
@@ -53,6 +57,9 @@ class Channel:
         self._loop_reads = 0
         self._on_frame = None
         self._on_close = None
+        self._forked = False
+        self.busy = False
+        """Set while a run or a job may keep the loop from reading (the thread then checks often)."""
 
     @classmethod
     def from_stdio(cls, pending=b""):
@@ -76,7 +83,9 @@ class Channel:
         return cls(private, private, sock=socket.socket(fileno=private))
 
     def send(self, frame):
-        """Writes one frame; raises ValueError for frames over the size cap."""
+        """Writes one frame; raises ValueError for frames over the size cap. A fork()ed child sends nothing."""
+        if self._forked:
+            return
         data = encode(frame)
         # A timeout's SIGINT must not land between two partial writes and cut a frame in half; blocked
         # here, it is delivered (and raised) once the frame is out. A small frame is one atomic write.
@@ -115,6 +124,14 @@ class Channel:
             pass
         self._loop = None
         self._wake()
+
+    def forked(self, loop):
+        """In a fork()ed child: stop reading and sending (the channel belongs to the parent)."""
+        self._forked = True
+        try:
+            loop.remove_reader(self._read_fd)
+        except Exception:
+            pass
 
     def block(self, event):
         """How a synchronous call waits: on the loop's thread, the reader thread reads for it meanwhile."""
@@ -159,7 +176,7 @@ class Channel:
                 else:
                     poller.unregister(self._read_fd)
                 watching = reading
-            events = poller.poll(None if reading else _STALL_CHECK * 1000)
+            events = poller.poll(None if reading else (_STALL_CHECK if self.busy else _IDLE_CHECK) * 1000)
             if any(fd == self._wake_r for fd, _ in events):
                 os.read(self._wake_r, 4096)
             if reading:
@@ -174,6 +191,8 @@ class Channel:
 
     def _pump(self):
         """Reads what has arrived and dispatches every complete frame; callable from any thread."""
+        if self._forked:
+            return
         with self._read_lock:
             try:
                 size = self._recv()

@@ -285,7 +285,7 @@ class Jobs:
         elif make == "call":
             body = context.run(work)
         else:
-            body = self._in_thread(job, work, context)
+            body = self._in_thread(job, work, context.copy())  # a context is entered by one thread at a time
         job._task = self.loop.create_task(self._drive(job, body), context=context)
         self._register(job)
         return job
@@ -353,7 +353,7 @@ class Jobs:
                 if task is not own_task and not task.done() and task not in self._by_task
                 and self._owner_of(task) is run]
         cancelled = []
-        for task in left:
+        for task in sorted(left, key=lambda t: t.get_name()):
             if self.live >= self.max_jobs:
                 task.cancel("over CODEMODE_MAX_JOBS")
                 cancelled.append(task.get_name())

@@ -140,6 +140,8 @@ export class Codemode {
       maxOutput: s.maxOutput,
       maxDisplay: s.maxDisplay,
       idleTimeout: s.idleTimeout,
+      maxJobs: s.maxJobs,
+      maxJobSeconds: s.maxJobTime,
       maxSessions: s.maxSessions,
       maxRuns: s.maxRuns,
       mounts: s.mounts,
@@ -206,6 +208,7 @@ export class Codemode {
     return {
       max_output: this.settings.maxOutput,
       max_display: this.settings.maxDisplay,
+      max_jobs: this.settings.maxJobs,
       servers: this.servers.map((s) => ({
         name: s.name,
         alias: pythonAlias(s.name),
@@ -278,6 +281,7 @@ export class Codemode {
       output: this.#options.plugins.output(this.settings.output),
       defaultTimeout: this.settings.timeout,
       maxTimeout: this.settings.maxTimeout,
+      maxTaskTime: this.settings.maxTaskTime,
       capabilities: () =>
         capabilityText(
           this.servers,

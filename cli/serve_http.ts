@@ -51,6 +51,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
       idleTimeout: app.settings.idleTimeout,
       open: (id) => app.mcpServer(id, "http"),
       close: (id) => app.closeSession(id),
+      busy: (id) => app.busy(id),
       artifacts: (id) => app.findArtifactStore(id),
       routes: (req, res) => dashboard.handle(req, res),
     });

@@ -87,6 +87,8 @@ export class Codemode {
   #stopApprovals?: () => void;
   /** The MCP server of each client session, for the clients' names in the published state. */
   #clients = new Map<string, McpServer>();
+  /** Counts an MCP server's working tasks (set once the server side has loaded). */
+  #workingTasks: (server: McpServer) => number = () => 0;
   #serving: { transport: "stdio" | "http"; url?: string; startedAt: Date } | undefined;
 
   private constructor(options: CodemodeOptions, discovery: Discovery) {
@@ -237,6 +239,12 @@ export class Codemode {
     return this.#stores.get(sessionKey);
   }
 
+  /** Whether session `sessionKey` has work going: MCP tasks working, or background jobs in its sandbox. */
+  busy(sessionKey: string): boolean {
+    const server = this.#clients.get(sessionKey);
+    return this.sessions.liveJobs(sessionKey) > 0 || (server !== undefined && this.#workingTasks(server) > 0);
+  }
+
   /** Ends session `sessionKey`: stops its sandbox, deletes its artifacts, forgets its session approvals. */
   async closeSession(sessionKey: string): Promise<void> {
     this.approvals.forget(sessionKey);
@@ -273,7 +281,8 @@ export class Codemode {
     const prewarm = this.settings.prewarm === "on" ||
       (this.settings.prewarm === "stdio" && transport === "stdio");
     if (prewarm && transport === "stdio") this.sessions.prewarm(sessionKey);
-    const { createMcpServer } = await import("./serve/mcp_server.ts");
+    const { createMcpServer, workingTasks } = await import("./serve/mcp_server.ts");
+    this.#workingTasks = workingTasks;
     const skills = await this.skillStore();
     this.serving({ transport });
     const server = createMcpServer({

@@ -1,8 +1,10 @@
 /**
  * MCP over Streamable HTTP: one `node:http` server, one MCP session per client (its `Mcp-Session-Id`),
  * each with its own MCP server and so its own sandbox. A session ends when its client sends DELETE, when
- * it has had no open request for the idle timeout, or when the server closes. Every request passes the
- * guard (Host, Origin, token) and the body cap before it is parsed.
+ * it has had no open request for the idle timeout and nothing of it is still at work (an MCP task, a
+ * background job), or when the server closes; so a client whose connection dropped can come back to its
+ * session and collect its tasks. Every request passes the guard (Host, Origin, token) and the body cap
+ * before it is parsed.
  * @module
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -38,6 +40,8 @@ export interface HttpServerOptions {
   open(sessionId: string): McpServer | Promise<McpServer>;
   /** Frees what a session held (its sandbox) once it has ended. */
   close(sessionId: string): Promise<void>;
+  /** Whether a session still has work going (MCP tasks, background jobs): it is then not ended as idle. */
+  busy?(sessionId: string): boolean;
   /** The artifact store of a session, for `GET /artifacts/<session>/<path>`. */
   artifacts?: StoreLookup;
   /** Answers requests for every other path than MCP's (the dashboard); without it they get 404. */
@@ -199,7 +203,9 @@ export class McpHttpServer {
 
   #armIdle(id: string, session: Session): void {
     session.idle = setTimeout(() => {
-      if (session.open === 0) void this.#end(id, "idle");
+      if (session.open > 0) return;
+      if (this.#options.busy?.(id)) return this.#armIdle(id, session);
+      void this.#end(id, "idle");
     }, this.#options.idleTimeout * 1000);
     (session.idle as { unref?: () => void }).unref?.();
   }

@@ -55,6 +55,14 @@ export interface McpServerOptions {
   onInitialized?: () => void;
 }
 
+/** The tasks of each MCP server this module made (for `workingTasks`). */
+const TASKS = new WeakMap<McpServer, RunTasks>();
+
+/** How many `run_python` calls made as MCP tasks are still working on `server`. */
+export function workingTasks(server: McpServer): number {
+  return TASKS.get(server)?.working ?? 0;
+}
+
 /** URI of the capabilities resource. */
 export const CAPABILITIES_URI = "codemode://capabilities";
 /** URI of the stats resource: this process's counters and latencies as JSON. */
@@ -124,15 +132,13 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       isError: result.status !== "ok",
     } as CallToolResult;
   };
-  server.registerTool(
+  const tool = server.registerTool(
     "run_python",
-    {
-      description: DESCRIPTION,
-      inputSchema: input,
-      ...(tasks ? { execution: { taskSupport: "optional" as const } } : {}),
-    },
+    { description: DESCRIPTION, inputSchema: input },
     (args, ctx) => call(args, ctx),
   );
+  // registerTool takes no `execution`; tools/list shows what the registered tool has.
+  if (tasks) tool.execution = { taskSupport: "optional" };
   serveToolCalls(server, {
     run_python: {
       input,
@@ -146,6 +152,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     },
   });
   if (tasks) {
+    TASKS.set(server, tasks);
     const closed = server.server.onclose;
     server.server.onclose = () => {
       tasks.close();

@@ -287,6 +287,8 @@ class Jobs:
         else:
             body = self._in_thread(job, work, context.copy())  # a context is entered by one thread at a time
         job._task = self.loop.create_task(self._drive(job, body), context=context)
+        # A job cancelled before its first step never enters _drive: its end is noted here.
+        job._task.add_done_callback(lambda task: self._task_done(job, task, body))
         self._register(job)
         return job
 
@@ -479,8 +481,10 @@ class Jobs:
         except RuntimeError:  # the loop is closed: the session is ending
             pass
 
-    def _task_done(self, job, task):
+    def _task_done(self, job, task, body=None):
         self._by_task.pop(task, None)
+        if inspect.iscoroutine(body) and inspect.getcoroutinestate(body) == inspect.CORO_CREATED:
+            body.close()  # cancelled before it started: not "never awaited"
         if task.cancelled():
             job._finish("cancelled", error=job._cancel_reason or "cancelled")
             return

@@ -110,12 +110,15 @@ Deno.test("start_job runs coroutines, async and plain functions; wait returns va
     assert.match(timedWait.done.error ?? "", /TimeoutError: Job job-\d+ \('forever'\) is still running after 0\.1s/);
     const cancelled = await python.execute("e.cancel()\nawait runtime.wait(e)");
     assert.match(cancelled.done.error ?? "", /CancelledError: cancelled by job\.cancel\(\)/);
+    const early = await python.execute("f = runtime.start_job(forever, name='early')\nf.cancel()\nawait runtime.wait(f)");
+    assert.match(early.done.error ?? "", /CancelledError: cancelled by job\.cancel\(\)/, "cancelled before its first step");
+    assert.doesNotMatch(early.stderr, /never awaited/);
     const listed = await python.execute("{j['name']: (j['state'], j['output_tail'], j['error'] is None) for j in runtime.jobs()}");
     assert.equal(
       listed.done.value,
       "{'slow': ('done', 'slow done\\n', True), 'fetch': ('done', '', True), 'thread job': ('done', " +
         "'from a thread codemode-job-3\\n', True), 'broken': ('failed', '', False), 'forever': " +
-        "('cancelled', '', False)}",
+        "('cancelled', '', False), 'early': ('cancelled', '', False)}",
     );
     const keys = await python.execute("sorted(runtime.jobs()[0])");
     assert.equal(keys.done.value, "['error', 'id', 'name', 'output_tail', 'seconds', 'state', 'tool_calls']");

@@ -28,7 +28,8 @@ async function readStats(s: Served): Promise<StatsSnapshot> {
 }
 
 Deno.test({
-  name: "podman: jobs finish between runs, call tools, fail, cancel and cap; running jobs keep a session from " +
+  name:
+    "podman: jobs finish between runs, call tools, fail, cancel and cap; running jobs keep a session from " +
     "idling until CODEMODE_MAX_JOB_TIME",
   ignore: !usable,
   sanitizeOps: false,
@@ -43,19 +44,22 @@ Deno.test({
     const pid = s.transport.pid;
     try {
       // A job with a tool call ends while no run executes; the next run sees when, and what it printed.
-      const started = await s.run([
-        "import time",
-        "from mcp import runtime",
-        "marks = {}",
-        "async def crawl():",
-        "    got = await mcp_everything.echo(message='from a job')",
-        "    print('echoed:', got)",
-        "    await asyncio.sleep(0.5)",
-        "    marks['done'] = time.time()",
-        "    return 'crawled'",
-        "job = runtime.start_job(crawl)",
-        "print('run over')",
-      ].join("\n"), 60);
+      const started = await s.run(
+        [
+          "import time",
+          "from mcp import runtime",
+          "marks = {}",
+          "async def crawl():",
+          "    got = await mcp_everything.echo(message='from a job')",
+          "    print('echoed:', got)",
+          "    await asyncio.sleep(0.5)",
+          "    marks['done'] = time.time()",
+          "    return 'crawled'",
+          "job = runtime.start_job(crawl)",
+          "print('run over')",
+        ].join("\n"),
+        60,
+      );
       assert.equal(started.isError, false, started.text);
       assert.equal(started.structured.stdout, "run over\n", "the job's output is not the run's");
       await sleep(2500);
@@ -93,11 +97,17 @@ Deno.test({
           "refused, cancelled, b.state if b.done() else (await asyncio.sleep(0.1), b.state)[1]",
         ].join("\n"),
       );
-      assert.match(capped, /^\('2 background jobs are running in this session, the most it may run \(CODEMODE_MAX_JOBS\)/);
+      assert.match(
+        capped,
+        /^\('2 background jobs are running in this session, the most it may run \(CODEMODE_MAX_JOBS\)/,
+      );
       assert.match(capped, /'cancelled by job\.cancel\(\)', 'cancelled'\)$/);
 
       // The idle rule: a running job keeps the session past CODEMODE_IDLE_TIMEOUT (4s)...
-      await value(s, "async def beat():\n    while True:\n        await asyncio.sleep(0.5)\n        print('beat')\nrunner = runtime.start_job(beat)");
+      await value(
+        s,
+        "async def beat():\n    while True:\n        await asyncio.sleep(0.5)\n        print('beat')\nrunner = runtime.start_job(beat)",
+      );
       const jobStarted = Date.now();
       await sleep(6000);
       assert.equal((await sandboxesOf(runtime, pid)).length, 1, "a session with a running job is not idle");
@@ -105,7 +115,10 @@ Deno.test({
       const deadline = jobStarted + 8_000 + 4_000 + 30_000;
       while ((await sandboxesOf(runtime, pid)).length && Date.now() < deadline) await sleep(500);
       assert.deepEqual(await sandboxesOf(runtime, pid), [], "stopped as idle once its job was cancelled");
-      assert.ok(Date.now() - jobStarted >= 11_000, "not before the job's time ran out and the idle timeout passed");
+      assert.ok(
+        Date.now() - jobStarted >= 11_000,
+        "not before the job's time ran out and the idle timeout passed",
+      );
       const stats = await readStats(s);
       assert.equal(stats.jobs.overtime, 1);
       assert.equal(stats.jobs.running, 0);

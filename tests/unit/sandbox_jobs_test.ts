@@ -8,7 +8,8 @@ import { type JobFrame, LocalPython, type RpcFrame, TEST_CONFIG, withPython } fr
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const ended = (id: string) => (frame: JobFrame) => frame.type === "job" && frame.id === id && frame.state !== "running";
+const ended = (id: string) => (frame: JobFrame) =>
+  frame.type === "job" && frame.id === id && frame.state !== "running";
 
 Deno.test("a cell runs inside the running loop: create_task and get_running_loop work without an await", async () => {
   await withPython(async (python) => {
@@ -30,10 +31,16 @@ Deno.test("asyncio.run() and run_until_complete() at top level run in the sessio
     assert.equal(guarded.done.value, "10");
     const loop = await python.execute("loop = asyncio.new_event_loop()\nloop.run_until_complete(main(3))");
     assert.equal(loop.done.value, "6");
-    assert.equal((await python.execute("asyncio.get_event_loop().run_until_complete(main(4))")).done.value, "8");
+    assert.equal(
+      (await python.execute("asyncio.get_event_loop().run_until_complete(main(4))")).done.value,
+      "8",
+    );
     const nested = await python.execute("def f():\n    return asyncio.run(main())\nf()");
     assert.equal(nested.done.status, "error");
-    assert.match(nested.done.error ?? "", /RuntimeError: asyncio\.run\(\) cannot be called here.*await main\(\)/s);
+    assert.match(
+      nested.done.error ?? "",
+      /RuntimeError: asyncio\.run\(\) cannot be called here.*await main\(\)/s,
+    );
     assert.doesNotMatch(nested.stderr, /never awaited/);
   });
 });
@@ -102,18 +109,35 @@ Deno.test("start_job runs coroutines, async and plain functions; wait returns va
     assert.equal(setup.done.status, "ok", setup.done.error);
     assert.equal(setup.stdout, "started\n", "no job output in the run");
     assert.equal(setup.done.value, "['slow', 'fetch', 'thread job', 'broken', 'forever']");
-    assert.equal((await python.execute("await runtime.wait(a), await b, await runtime.wait(c)")).done.value, "(5, 'fetched', 42)");
+    assert.equal(
+      (await python.execute("await runtime.wait(a), await b, await runtime.wait(c)")).done.value,
+      "(5, 'fetched', 42)",
+    );
     const failed = await python.execute("await runtime.wait(d)");
     assert.equal(failed.done.status, "error");
-    assert.match(failed.done.error ?? "", /line 15, in broken\n.*raise ValueError\('no good'\)\nValueError: no good/s);
+    assert.match(
+      failed.done.error ?? "",
+      /line 15, in broken\n.*raise ValueError\('no good'\)\nValueError: no good/s,
+    );
     const timedWait = await python.execute("await runtime.wait(e, timeout=0.1)");
-    assert.match(timedWait.done.error ?? "", /TimeoutError: Job job-\d+ \('forever'\) is still running after 0\.1s/);
+    assert.match(
+      timedWait.done.error ?? "",
+      /TimeoutError: Job job-\d+ \('forever'\) is still running after 0\.1s/,
+    );
     const cancelled = await python.execute("e.cancel()\nawait runtime.wait(e)");
     assert.match(cancelled.done.error ?? "", /CancelledError: cancelled by job\.cancel\(\)/);
-    const early = await python.execute("f = runtime.start_job(forever, name='early')\nf.cancel()\nawait runtime.wait(f)");
-    assert.match(early.done.error ?? "", /CancelledError: cancelled by job\.cancel\(\)/, "cancelled before its first step");
+    const early = await python.execute(
+      "f = runtime.start_job(forever, name='early')\nf.cancel()\nawait runtime.wait(f)",
+    );
+    assert.match(
+      early.done.error ?? "",
+      /CancelledError: cancelled by job\.cancel\(\)/,
+      "cancelled before its first step",
+    );
     assert.doesNotMatch(early.stderr, /never awaited/);
-    const listed = await python.execute("{j['name']: (j['state'], j['output_tail'], j['error'] is None) for j in runtime.jobs()}");
+    const listed = await python.execute(
+      "{j['name']: (j['state'], j['output_tail'], j['error'] is None) for j in runtime.jobs()}",
+    );
     assert.equal(
       listed.done.value,
       "{'slow': ('done', 'slow done\\n', True), 'fetch': ('done', '', True), 'thread job': ('done', " +
@@ -123,7 +147,10 @@ Deno.test("start_job runs coroutines, async and plain functions; wait returns va
     const keys = await python.execute("sorted(runtime.jobs()[0])");
     assert.equal(keys.done.value, "['error', 'id', 'name', 'output_tail', 'seconds', 'state', 'tool_calls']");
     const bad = await python.execute("runtime.start_job(42)");
-    assert.match(bad.done.error ?? "", /TypeError: runtime\.start_job\(\) takes a coroutine, an async function or a function, not int/);
+    assert.match(
+      bad.done.error ?? "",
+      /TypeError: runtime\.start_job\(\) takes a coroutine, an async function or a function, not int/,
+    );
   });
 });
 
@@ -172,13 +199,19 @@ Deno.test("CODEMODE_MAX_JOBS caps live jobs: start_job refuses, and tasks a run 
       "except RuntimeError as e:",
       "    print(e)",
     ].join("\n"));
-    assert.match(run.stdout, /^2 background jobs are running in this session, the most it may run \(CODEMODE_MAX_JOBS\)/);
+    assert.match(
+      run.stdout,
+      /^2 background jobs are running in this session, the most it may run \(CODEMODE_MAX_JOBS\)/,
+    );
     const tasks = await python.execute(
       "jobs[0].cancel()\nawait asyncio.sleep(0.01)\nts = [asyncio.create_task(idle(), name=f't{i}') for i in range(3)]",
     );
     assert.equal(tasks.done.status, "ok");
     assert.equal(tasks.done.notes?.length, 1);
-    assert.match(tasks.done.notes![0], /^cancelled 2 task\(s\) the run left running \(t1, t2\): 2 background jobs/);
+    assert.match(
+      tasks.done.notes![0],
+      /^cancelled 2 task\(s\) the run left running \(t1, t2\): 2 background jobs/,
+    );
     const states = await python.execute("[(j['name'], j['state']) for j in runtime.jobs()]");
     assert.equal(states.done.value, "[('idle', 'cancelled'), ('idle', 'running'), ('t0', 'running')]");
   }, { ...TEST_CONFIG, max_jobs: 2 });
@@ -201,7 +234,9 @@ Deno.test("a job's displays are kept for the run that waits for it", async () =>
     const waited = await python.execute("await runtime.wait(job)");
     assert.equal(waited.done.value, "1");
     assert.deepEqual(waited.displays.map((d) => [d.mime, d.data]), [["text/markdown", "**rich**"]]);
-    const out = python.jobFrames.filter((f) => f.type === "job_output").map((f) => f.type === "job_output" && f.data);
+    const out = python.jobFrames.filter((f) => f.type === "job_output").map((f) =>
+      f.type === "job_output" && f.data
+    );
     assert.deepEqual(out, ["[display text/markdown, 8 bytes: shown by `await runtime.wait(job)`]\n"]);
   });
 });

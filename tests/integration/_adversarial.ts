@@ -41,7 +41,8 @@ export interface Attempt {
     | "artifacts"
     | "mounts"
     | "skills"
-    | "approvals";
+    | "approvals"
+    | "jobs";
   name: string;
   /** Python, run after the prelude; prints its findings with report(...). */
   code?: string;

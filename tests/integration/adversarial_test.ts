@@ -1,7 +1,7 @@
 /**
  * The adversarial suite: more than fifty named escape and abuse attempts by sandbox code (network,
  * filesystem, privileges, resources, protocol forgery, secrets of MCP servers, the host environment,
- * artifacts, mounts and skills),
+ * artifacts, mounts, skills and background jobs),
  * each run through a real `codemode serve` over stdio with the SDK client, on every container engine that
  * is set up. After each attempt: the call was answered within a bound, the server still runs code. At the
  * end: no container of that serve process is left, and no secret appeared in any answer. Then the
@@ -21,6 +21,7 @@ import { displays } from "./_attempts_display.ts";
 import { artifacts, mounts, mountSetting } from "./_attempts_files.ts";
 import { plantSkills, skills } from "./_attempts_skills.ts";
 import { approvals } from "./_attempts_approvals.ts";
+import { jobs } from "./_attempts_jobs.ts";
 import { askingClient, reply } from "./_approvals.ts";
 import { oauthTokens } from "./_attempts_oauth.ts";
 import {
@@ -58,6 +59,7 @@ const ATTEMPTS: Attempt[] = [
   ...mounts,
   ...skills,
   ...approvals,
+  ...jobs,
 ];
 /** How long past its own timeout a run may take to be answered (sandbox restarts, CPU contention). */
 const SLACK_MS = 60_000;

@@ -106,11 +106,14 @@ function approvalLine(snapshots: StatsSnapshot[]): string {
 /** Background jobs and MCP tasks of every process together, or "" when there were none. */
 function jobLine(snapshots: StatsSnapshot[]): string {
   const jobs = (key: keyof StatsSnapshot["jobs"]) => snapshots.reduce((n, s) => n + (s.jobs?.[key] ?? 0), 0);
-  const tasks = (key: keyof StatsSnapshot["tasks"]) => snapshots.reduce((n, s) => n + (s.tasks?.[key] ?? 0), 0);
+  const tasks = (key: keyof StatsSnapshot["tasks"]) =>
+    snapshots.reduce((n, s) => n + (s.tasks?.[key] ?? 0), 0);
   const parts = [];
   if (jobs("started")) {
     parts.push(
-      `Jobs: ${jobs("started")} started, ${jobs("running")} running, ${jobs("done")} done, ${jobs("failed")} ` +
+      `Jobs: ${jobs("started")} started, ${jobs("running")} running, ${jobs("done")} done, ${
+        jobs("failed")
+      } ` +
         `failed, ${jobs("cancelled")} cancelled, ${jobs("overtime")} cancelled past CODEMODE_MAX_JOB_TIME`,
     );
   }

@@ -38,8 +38,6 @@ export const JOB_LIMITS = {
   /** Characters of a job's name and error kept. */
   name: 200,
   error: 4000,
-  /** Seconds a job asked to stop for running too long has before the host counts it as ended. */
-  cancelGraceSeconds: 10,
 } as const;
 
 /** How a session's jobs are kept. */
@@ -52,6 +50,8 @@ export interface SessionJobsOptions {
   maxJobSeconds: number;
   /** Asks the sandbox to cancel job `id`. */
   cancel(id: string, reason: string): void;
+  /** Seconds a job asked to stop for running too long has before it counts as ended (default 10). */
+  cancelGraceSeconds?: number;
 }
 
 interface Job {
@@ -129,7 +129,7 @@ export class SessionJobs {
     return {
       session,
       signal,
-      requestId: `${session.slice(-12)}.${id}`,
+      requestId: `${id}@${session}`,
       ...(approver ? { approve: (request) => approver(request, signal) } : {}),
     };
   }
@@ -203,11 +203,12 @@ export class SessionJobs {
     });
     this.#options.cancel(job.info.id, reason);
     // Whatever the sandbox does about it, the job stops counting as running soon.
+    const grace = this.#options.cancelGraceSeconds ?? 10;
     job.timer = setTimeout(() => {
       if (job.info.state === "running") {
-        this.#end(job, "cancelled", `${reason}; it did not stop within ${JOB_LIMITS.cancelGraceSeconds}s`);
+        this.#end(job, "cancelled", `${reason}; it did not stop within ${grace}s`);
       }
-    }, JOB_LIMITS.cancelGraceSeconds * 1000);
+    }, grace * 1000);
     unref(job.timer);
   }
 
@@ -216,12 +217,7 @@ export class SessionJobs {
     job.info.state = state;
     job.info.endedAt = new Date().toISOString();
     if (error) job.info.error = clean(error, JOB_LIMITS.error);
-    if (job.info.overtime && state === "cancelled") {
-      job.info.error = clean(
-        `ran past CODEMODE_MAX_JOB_TIME (${this.#options.maxJobSeconds}s) and was cancelled`,
-        JOB_LIMITS.error,
-      );
-    }
+    if (state !== "cancelled") delete job.info.overtime; // it ended on its own as the time ran out
     job.controller.abort();
     this.lastActivity = Date.now();
     stats.jobEnded(job.info.overtime ? "overtime" : state);

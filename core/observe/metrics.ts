@@ -166,7 +166,8 @@ export class CodemodeMetrics {
     });
     this.jobsEnded = new Counter({
       name: "codemode_jobs_total",
-      help: "Background jobs that ended, by outcome (done, failed, cancelled, overtime: cancelled by the host " +
+      help:
+        "Background jobs that ended, by outcome (done, failed, cancelled, overtime: cancelled by the host " +
         "past CODEMODE_MAX_JOB_TIME)",
       labelNames: ["outcome"],
       registers,

@@ -327,11 +327,17 @@ export class Stats {
       jobs: {
         started: jobsStarted.get("") ?? 0,
         running: Math.max(0, jobsRunning.get("") ?? 0),
-        ...Object.fromEntries(JOB_OUTCOMES.map((o) => [o, jobsEnded.get(o) ?? 0])) as Record<JobOutcome, number>,
+        ...Object.fromEntries(JOB_OUTCOMES.map((o) => [o, jobsEnded.get(o) ?? 0])) as Record<
+          JobOutcome,
+          number
+        >,
       },
       tasks: {
         working: Math.max(0, tasksWorking.get("") ?? 0),
-        ...Object.fromEntries(TASK_STATUSES.map((s) => [s, tasksEnded.get(s) ?? 0])) as Record<TaskStatus, number>,
+        ...Object.fromEntries(TASK_STATUSES.map((s) => [s, tasksEnded.get(s) ?? 0])) as Record<
+          TaskStatus,
+          number
+        >,
       },
     };
   }

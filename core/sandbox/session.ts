@@ -455,7 +455,10 @@ export class SandboxSession {
     const scope = jobContext ? { requestId: jobContext.requestId } : run?.scope;
     const call = () => {
       if (frame.job !== undefined && !jobContext) {
-        throw new RpcError("RuntimeError", `Job ${frame.job} is not running here, so it cannot call the host`);
+        throw new RpcError(
+          "RuntimeError",
+          `Job ${frame.job} is not running here, so it cannot call the host`,
+        );
       }
       if (jobContext && frame.method === "call_tool") this.#jobs.toolCall(frame.job!);
       return this.#options.rpc(frame.method, frame.params, context);

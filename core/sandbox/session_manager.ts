@@ -421,7 +421,9 @@ export class SessionManager {
     const jobs = (entry: Entry) => entry.ready?.jobs.live ? 1 : 0;
     for (const pair of this.#entries) {
       if (pair[1].busy > 0) continue;
-      if (!lru || jobs(pair[1]) < jobs(lru[1]) || (jobs(pair[1]) === jobs(lru[1]) && pair[1].used < lru[1].used)) {
+      if (
+        !lru || jobs(pair[1]) < jobs(lru[1]) || (jobs(pair[1]) === jobs(lru[1]) && pair[1].used < lru[1].used)
+      ) {
         lru = pair;
       }
     }

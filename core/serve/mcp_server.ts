@@ -7,7 +7,12 @@
  * (tasks.ts): the call returns a task at once and the run may take up to CODEMODE_MAX_TASK_TIME.
  * @module
  */
-import { type CallToolResult, type LoggingLevel, McpServer, type ServerContext } from "@modelcontextprotocol/server";
+import {
+  type CallToolResult,
+  type LoggingLevel,
+  McpServer,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { OutputPlugin, RunResult } from "../contracts/output.ts";
 import { log, type LogScope, withLogScope } from "../observe/log.ts";
@@ -146,7 +151,8 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       ...(tasks
         ? {
           task: (args, ctx, ttl) =>
-            tasks.start(ttl, async (task) => server.server.projectCallToolResult(await call(args as Args, ctx, task), undefined)),
+            tasks.start(ttl, async (task) =>
+              server.server.projectCallToolResult(await call(args as Args, ctx, task), undefined)),
         }
         : {}),
     },
@@ -212,7 +218,10 @@ async function runPython(
   recordRunStart(run.requestId ?? "", options.sessionKey, code, seconds);
   const result = await execute(options, code, seconds, servers, run);
   if (timeout !== undefined && timeout > limits.max) {
-    result.notes = [`timeout lowered to the ${limits.max}s maximum (${limits.name})`, ...(result.notes ?? [])];
+    result.notes = [
+      `timeout lowered to the ${limits.max}s maximum (${limits.name})`,
+      ...(result.notes ?? []),
+    ];
   }
   recordRunEnd(run.requestId ?? "", options.sessionKey, result);
   return result;

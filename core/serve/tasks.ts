@@ -84,9 +84,8 @@ export class RunTasks {
     this.#options = { maxTasks: 64, pollIntervalMs: 1000, ...options };
     const s = server.server;
     s.registerCapabilities({ tasks: TASK_CAPABILITY });
-    s.setRequestHandler("tasks/get", { params: GetTaskRequestV1Schema.shape.params }, (params) =>
-      // tasks/get carries no related-task _meta: the taskId is the reference.
-      ({ ...this.#entry(params.taskId).task }));
+    s.setRequestHandler("tasks/get", { params: GetTaskRequestV1Schema.shape.params }, (params) => // tasks/get carries no related-task _meta: the taskId is the reference.
+    ({ ...this.#entry(params.taskId).task }));
     s.setRequestHandler(
       "tasks/result",
       { params: GetTaskResultRequestV1Schema.shape.params },
@@ -165,7 +164,11 @@ export class RunTasks {
       .then((result) => {
         entry.result = result;
         if (entry.task.status === "working") {
-          this.#update(entry, result.isError ? "failed" : "completed", result.isError ? firstLine(result) : undefined);
+          this.#update(
+            entry,
+            result.isError ? "failed" : "completed",
+            result.isError ? failureMessage(result) : undefined,
+          );
         }
         settle();
         this.#arm(entry);
@@ -218,7 +221,9 @@ export class RunTasks {
     log.info("run_python task ended", { task: entry.task.taskId, status });
     if (!notify) return;
     // Optional in the protocol; clients that listen stop polling sooner.
-    this.#server.server.notification({ method: "notifications/tasks/status", params: { ...entry.task } } as never)
+    this.#server.server.notification(
+      { method: "notifications/tasks/status", params: { ...entry.task } } as never,
+    )
       .catch(() => {});
   }
 
@@ -240,9 +245,15 @@ export class RunTasks {
   }
 }
 
-/** The first line of a failed result's text, as the task's status message. */
-function firstLine(result: CallToolResult): string {
-  const text = result.content.find((c) => c.type === "text");
-  return (text && "text" in text ? text.text : "The run failed").split("\n").find((l) => l.trim()) ??
-    "The run failed";
+/** A failed result's error in one line, as the task's status message: a traceback's last line. */
+function failureMessage(result: CallToolResult): string {
+  const structured = result.structuredContent as { error?: unknown } | undefined;
+  const item = result.content.find((c) => c.type === "text");
+  const text = typeof structured?.error === "string"
+    ? structured.error
+    : item && "text" in item
+    ? item.text
+    : "";
+  const lines = text.split("\n").filter((l) => l.trim());
+  return (text.startsWith("Traceback") ? lines.at(-1) : lines[0]) ?? "The run failed";
 }

@@ -19,8 +19,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Names of `engine`'s containers (running or not) whose `label` has `value`. */
 function labelled(engine: string, label: string, value: string | number): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    execFile(engine, ["ps", "-a", "--filter", `label=${label}=${value}`, "--format", "{{.Names}}"], (error, out) =>
-      error ? reject(error) : resolve(out.split("\n").map((s) => s.trim()).filter(Boolean)));
+    execFile(
+      engine,
+      ["ps", "-a", "--filter", `label=${label}=${value}`, "--format", "{{.Names}}"],
+      (error, out) => error ? reject(error) : resolve(out.split("\n").map((s) => s.trim()).filter(Boolean)),
+    );
   });
 }
 
@@ -118,11 +121,14 @@ async def hammer():
 job = runtime.start_job(hammer)`);
         assert.equal(started.isError, false, started.text);
         const size = () => statSync(memory, { throwIfNoEntry: false })?.size ?? 0;
-        assert.ok(await eventually(async () => size() > 500), "the job calls the upstream server");
+        assert.ok(await eventually(() => Promise.resolve(size() > 500)), "the job calls the upstream server");
         const session = c.sessionId();
         await c.end(); // DELETE: the session ends while its job is calling
         assert.ok(
-          await eventually(async () => (await labelled(ctx.engine, LABELS.session, session)).length === 0, 30_000),
+          await eventually(
+            async () => (await labelled(ctx.engine, LABELS.session, session)).length === 0,
+            30_000,
+          ),
           "the session's container is removed",
         );
         const after = size();

@@ -21,6 +21,8 @@ class _TopLevel(ast.NodeTransformer):
     """Rewrites the calls in a module's own code; bodies that run later (functions, classes, lambdas,
     generator expressions) are left as they are."""
 
+    changed = False
+
     def visit_FunctionDef(self, node):
         return node
 
@@ -35,22 +37,30 @@ class _TopLevel(ast.NodeTransformer):
             return node
         awaited = ast.copy_location(ast.Await(value=node.args[0]), node)
         if func.attr == "run" and _is_name(func.value, "asyncio"):
+            self.changed = True
             return awaited
         if func.attr != "run_until_complete" or node.keywords:
             return node
         if _loop_call(func.value):
+            self.changed = True
             return awaited
         if isinstance(func.value, ast.Name):  # most likely a loop; anything else keeps its own method
+            self.changed = True
             loop_class = ast.Attribute(value=_asyncio_module(), attr="AbstractEventLoop", ctx=ast.Load())
             test = ast.Call(func=ast.Name(id="isinstance", ctx=ast.Load()), args=[func.value, loop_class], keywords=[])
             return ast.copy_location(ast.IfExp(test=test, body=awaited, orelse=node), node)
         return node
 
 
-def rewrite(tree):
-    """The module `tree` with its top-level asyncio.run() / run_until_complete() calls awaited instead."""
-    tree = _TopLevel().visit(tree)
-    return ast.fix_missing_locations(tree)
+def rewrite(tree, source):
+    """The module `tree` of `source` with its top-level asyncio.run() / run_until_complete() calls awaited
+    instead. Walking the tree costs more than compiling a small cell, so a source that names neither is
+    returned as it is."""
+    if ".run" not in source:
+        return tree
+    rewriter = _TopLevel()
+    tree = rewriter.visit(tree)
+    return ast.fix_missing_locations(tree) if rewriter.changed else tree
 
 
 def install():

@@ -44,7 +44,7 @@ class Executor:
     def compile(self, source):
         """Splits a cell into code objects: [(code, is_final_expression)]; raises SyntaxError."""
         tree = compile(source, FILENAME, "exec", _FLAGS | ast.PyCF_ONLY_AST, dont_inherit=True)
-        tree = asyncio_run.rewrite(tree)
+        tree = asyncio_run.rewrite(tree, source)
         parts = []
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             head = ast.Module(body=tree.body[:-1], type_ignores=[])

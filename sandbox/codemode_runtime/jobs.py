@@ -233,8 +233,6 @@ class Jobs:
         self.loop = loop
         self.max_jobs = max(1, int(max_jobs or DEFAULT_MAX_JOBS))
         self.threads = threads
-        self.on_change = None
-        """Called (on the loop's thread) whenever the number of live jobs changed."""
         self._send = send
         self._describe = describe or (lambda exc: f"{type(exc).__name__}: {exc}")
         self._ids = itertools.count(1)
@@ -418,14 +416,12 @@ class Jobs:
         finished = [j for j in self._jobs.values() if j.done()]
         for old in finished[: max(0, len(finished) - FINISHED_KEPT)]:
             self._jobs.pop(old.id, None)
-        self._changed()
 
     def _register(self, job):
         self._jobs[job.id] = job
         if job._task is not None:
             self._by_task[job._task] = job
         self._safe_send({"type": "job", "id": job.id, "name": job.name, "kind": job.kind, "state": "running"})
-        self._changed()
 
     def _check_room(self):
         if self.live >= self.max_jobs:
@@ -511,13 +507,6 @@ class Jobs:
             self._send(frame)
         except Exception:  # the channel is gone (the session is ending) or a frame was over the cap
             pass
-
-    def _changed(self):
-        if self.on_change is not None:
-            try:
-                self.on_change(self.live)
-            except Exception:
-                pass
 
 
 class _TaskOwners:

@@ -3,8 +3,9 @@
 The main thread runs the session's event loop for good. Every run is a task on it, so a cell's top-level
 code runs inside the running loop (as in Jupyter), and jobs and tasks a run left running go on between
 runs. Runs never overlap: execute frames wait their turn. The loop reads frames itself; the reader thread
-reads while the loop's thread blocks in a synchronous call, and steps in when the loop stops reading (code
-that computes without awaiting) while frames wait, so an interrupt still lands.
+reads while a thread blocks in a synchronous call, and while a run is armed the watchdog steps in when
+the loop stops reading (code that computes without awaiting) while frames wait, so an interrupt still
+lands. Between runs nothing but the loop waits for frames, so an idle sandbox costs no CPU.
 
 Threads: main (the loop), frame reader, one pump per captured stream, watchdog, and one per job that runs
 a plain function.
@@ -16,7 +17,7 @@ import sys
 import threading
 
 from .capture import Capture
-from .channel import Channel
+from .channel import STALL_CHECK, Channel
 from .executor import Outcome
 from .kernel import Kernel, timeout_of
 from .watchdog import Watchdog
@@ -47,8 +48,7 @@ class Process:
         self.capture = Capture(self.channel.send, self.kernel.config["max_output"])
         sys.stdout, sys.stderr = self.kernel.routers(sys.stdout, sys.stderr)
         self.kernel.sync_output = self.capture.sync
-        self.kernel.jobs.on_change = lambda live: self._busy()
-        self.watchdog = Watchdog(self.loop)
+        self.watchdog = Watchdog(self.loop, stall_check=self.channel.stall_check, every=STALL_CHECK)
         self.kernel.clock = self
         self.waiting = collections.deque()
         self.pid = os.getpid()
@@ -105,7 +105,6 @@ class Process:
             return
         run = self.run = _Run(self.waiting.popleft())
         self.current = run.id
-        self._busy()
         self.capture.begin(run.id)
         context = self.kernel.begin(run.id)
         asyncio.set_event_loop(self.loop)  # user code may have run asyncio.run() in a thread, or unset it
@@ -139,8 +138,8 @@ class Process:
         self.channel.send(self.kernel.done_frame(run.id, outcome, timed_out_after=timed_out, dropped=dropped))
         if self.run is run:
             self.run = self.current = None
-        self._busy()
-        self.loop.call_soon(self._start_next)
+        if self.waiting:
+            self.loop.call_soon(self._start_next)
 
     def _escaped(self):
         """A KeyboardInterrupt or SystemExit left the loop: a plain task raised it, or a timeout's SIGINT
@@ -156,10 +155,6 @@ class Process:
         run.task.cancel()
         self._finish(run, outcome)
 
-    def _busy(self):
-        """The reader thread watches the loop closely while a run or a job may keep it from reading."""
-        self.channel.busy = self.run is not None or self.kernel.jobs.live > 0
-
     def pause(self, execution_id):
         """The host waits for a person: the current execution's clock stops."""
         if execution_id == self.current:
@@ -173,7 +168,7 @@ class Process:
     def _forked(self):
         # In a fork()ed child: it must neither read the host's frames nor send any, and its copy of the
         # loop stops at once, so the child ends (see serve) instead of running the session a second time.
-        self.channel.forked(self.loop)
+        self.channel.forked()
         try:
             self.loop.stop()
         except Exception:

@@ -226,11 +226,13 @@ class OutputRouter(io.TextIOBase):
 
 
 class Jobs:
-    """One session's jobs. `send(frame)` reaches the host; `describe(exc)` formats a job's error as the
-    run's tracebacks are; `threads` says whether plain functions may run in threads (not in Pyodide)."""
+    """One session's jobs. `send(frame)` reaches the host; `call_in_loop(callback, *args)` runs a callback
+    on the loop's thread; `describe(exc)` formats a job's error as the run's tracebacks are; `threads` says
+    whether plain functions may run in threads (not in Pyodide)."""
 
-    def __init__(self, send, loop, *, max_jobs=DEFAULT_MAX_JOBS, describe=None, threads=True):
+    def __init__(self, send, loop, call_in_loop, *, max_jobs=DEFAULT_MAX_JOBS, describe=None, threads=True):
         self.loop = loop
+        self.call_in_loop = call_in_loop
         self.max_jobs = max(1, int(max_jobs or DEFAULT_MAX_JOBS))
         self.threads = threads
         self._send = send
@@ -241,7 +243,6 @@ class Jobs:
         self._waiting = set()
         self._flush_armed = False
         self._flush_lock = threading.Lock()
-        self._loop_thread = threading.get_ident()
         self._owners = None
         if not hasattr(asyncio.Task, "get_context"):  # Python 3.11: record each task's owner at creation
             self._owners = _TaskOwners(loop)
@@ -379,13 +380,6 @@ class Jobs:
         job = self._jobs.get(job_id)
         if job is not None:
             job.cancel(str(reason or "cancelled by the host"))
-
-    def call_in_loop(self, callback, *args):
-        """Runs `callback` on the loop's thread (now, when already there)."""
-        if threading.get_ident() == self._loop_thread:
-            callback(*args)
-        else:
-            self.loop.call_soon_threadsafe(callback, *args)
 
     def output_waiting(self, job):
         """A job has output for the host: it goes out within _FLUSH_SECONDS, batched."""

@@ -8,6 +8,7 @@ between runs, so jobs and tasks a run left running go on (jobs.py).
 import asyncio
 import builtins
 import sys
+import threading
 import types
 
 from . import asyncio_run, context, figures
@@ -44,7 +45,8 @@ class Kernel:
         self.artifacts = Artifacts(send, self.config)
         self.files = FileReceiver(send)
         self.loop = loop if loop is not None else asyncio.get_event_loop()
-        self.jobs = Jobs(send, self.loop, max_jobs=self.config["max_jobs"], threads=threads,
+        self._loop_thread = threading.get_ident()
+        self.jobs = Jobs(send, self.loop, self.call_in_loop, max_jobs=self.config["max_jobs"], threads=threads,
                          describe=lambda exc: self.executor.failure(exc).error)
         self.rpc.job_of = self.display.job_of = self.jobs.job_here
         self.run = None
@@ -53,6 +55,13 @@ class Kernel:
         asyncio_run.install()
         figures.install()
         self._install_api()
+
+    def call_in_loop(self, callback, *args):
+        """Runs `callback` on the loop's thread: now when already there, else as soon as the loop can."""
+        if threading.get_ident() == self._loop_thread:
+            callback(*args)
+        else:
+            self.loop.call_soon_threadsafe(callback, *args)
 
     def sync_output(self):
         """Pushes output written so far to the host, so a display lands after it; transports that capture

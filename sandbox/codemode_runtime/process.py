@@ -14,7 +14,6 @@ import asyncio
 import collections
 import os
 import sys
-import threading
 
 from .capture import Capture
 from .channel import STALL_CHECK, Channel
@@ -52,7 +51,6 @@ class Process:
         self.kernel.clock = self
         self.waiting = collections.deque()
         self.pid = os.getpid()
-        self.loop_thread = threading.get_ident()
         self.run = None
         """The run executing, if any."""
         self.current = None
@@ -78,7 +76,7 @@ class Process:
         """Takes a frame from whichever side read it (the loop, or the reader thread)."""
         kind = frame.get("type")
         if kind == "execute":
-            self._in_loop(self._enqueue, frame)
+            self.kernel.call_in_loop(self._enqueue, frame)
         elif kind == "interrupt":
             self.interrupted = frame.get("id")
             if self.interrupted == self.current:
@@ -86,15 +84,9 @@ class Process:
         elif kind == "shutdown":
             self._on_close()
         elif kind == "cancel_job":
-            self._in_loop(self.kernel.handle, frame)
+            self.kernel.call_in_loop(self.kernel.handle, frame)
         else:
             self.kernel.handle(frame)
-
-    def _in_loop(self, callback, *args):
-        if threading.get_ident() == self.loop_thread:
-            callback(*args)
-        else:
-            self.loop.call_soon_threadsafe(callback, *args)
 
     def _enqueue(self, frame):
         self.waiting.append(frame)

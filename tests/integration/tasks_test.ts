@@ -19,10 +19,9 @@ import { StdioClientTransport as StdioV1Untyped } from "@modelcontextprotocol/sd
 import type { CallToolResultSchema as SchemaType } from "@modelcontextprotocol/sdk/types";
 // @ts-ignore: as above
 import { CallToolResultSchema as SchemaUntyped } from "@modelcontextprotocol/sdk/types.js";
-import { join } from "node:path";
 import { podman } from "../../plugins/runtime/podman.ts";
 import { TEST_IMAGE } from "./_harness.ts";
-import { assertNoSandboxOf, fakeHome, HOST_SECRET, ROOT } from "./_serve.ts";
+import { assertNoSandboxOf, fakeHome, serveCommand } from "./_serve.ts";
 import { connectHttp, startHttpServe } from "./_serve_http.ts";
 
 const StdioClientTransportV1 = StdioV1Untyped as unknown as typeof StdioV1Type;
@@ -142,20 +141,7 @@ async function reconnect(url: string): Promise<void> {
 /** The 2025-11-25 SDK client over stdio: callToolStream makes run_python a task and streams it to its result;
  * the same client calling without a task gets a plain result. */
 async function stdioV1(): Promise<void> {
-  const home = fakeHome();
-  const transport = new StdioClientTransportV1({
-    command: join(ROOT, "node_modules/.bin/deno"),
-    args: ["run", "-A", "--quiet", join(ROOT, "cli.ts"), "serve"],
-    cwd: home,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: home,
-      CODEMODE_STATE_DIR: join(home, "state"),
-      CODEMODE_LOG_LEVEL: "error",
-      CODEMODE_RUNTIME: "podman",
-      CODEMODE_TEST_HOST_SECRET: HOST_SECRET,
-    },
-  });
+  const transport = new StdioClientTransportV1(serveCommand(fakeHome(), { CODEMODE_RUNTIME: "podman" }));
   const client = new ClientV1({ name: "codemode-v1-tasks", version: "1" });
   await client.connect(transport);
   try {

@@ -170,7 +170,12 @@ export class SessionManager {
 
   /** The live sessions and their sandboxes. */
   list(): SessionInfo[] {
-    return [...this.#entries].map(([key, entry]) => ({
+    return [...this.#entries].map(([key, entry]) => this.#info(key, entry));
+  }
+
+  #info(key: string, entry: Entry): SessionInfo {
+    const jobs = entry.ready?.jobs.list() ?? [];
+    return {
       key,
       state: !entry.ready ? "starting" : entry.busy ? "running" : "idle",
       ...(entry.ready
@@ -183,8 +188,8 @@ export class SessionManager {
         : {}),
       lastUsedAt: entry.lastUsedAt.toISOString(),
       runs: entry.runs,
-      ...(entry.ready?.jobs.list().length ? { jobs: entry.ready.jobs.list() } : {}),
-    }));
+      ...(jobs.length ? { jobs } : {}),
+    };
   }
 
   /** The live jobs of the session for `key` (0 when it has no sandbox). */

@@ -218,8 +218,11 @@ async function runPython(
   recordRunStart(run.requestId ?? "", options.sessionKey, code, seconds);
   const result = await execute(options, code, seconds, servers, run);
   if (timeout !== undefined && timeout > limits.max) {
+    const longer = limits.name === "CODEMODE_MAX_TIMEOUT"
+      ? "; for longer work use runtime.start_job() or call run_python as an MCP task"
+      : "";
     result.notes = [
-      `timeout lowered to the ${limits.max}s maximum (${limits.name})`,
+      `timeout lowered to the ${limits.max}s maximum (${limits.name})${longer}`,
       ...(result.notes ?? []),
     ];
   }

@@ -81,7 +81,8 @@ Deno.test("run_python caps the timeout at the maximum and says so", async () => 
   const result = await client.callTool({ name: "run_python", arguments: { code: "1", timeout: 999 } });
   assert.equal(calls[0].timeout, 120);
   assert.deepEqual((result.structuredContent as { notes: string[] }).notes, [
-    "timeout lowered to the 120s maximum (CODEMODE_MAX_TIMEOUT)",
+    "timeout lowered to the 120s maximum (CODEMODE_MAX_TIMEOUT); for longer work use runtime.start_job() or " +
+    "call run_python as an MCP task",
   ]);
   await close();
 });

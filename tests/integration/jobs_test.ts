@@ -8,16 +8,16 @@
 import assert from "node:assert/strict";
 import { podman } from "../../plugins/runtime/podman.ts";
 import { TEST_IMAGE } from "./_harness.ts";
-import { assertNoSandboxOf, sandboxesOf, serve, type Served } from "./_serve.ts";
+import { assertNoSandboxOf, runWithin, sandboxesOf, serve, type Served } from "./_serve.ts";
 import type { StatsSnapshot } from "../../core/observe/stats.ts";
 
 const runtime = podman();
 const usable = (await runtime.detect()).available && await runtime.imageExists(TEST_IMAGE);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The value a run returned (its `value`), failing on an error. */
+/** The value a run returned (its `value`), failing on an error; a loaded machine may take minutes to answer. */
 async function value(s: Served, code: string): Promise<string> {
-  const r = await s.run(code, 60);
+  const r = await runWithin(s, code, 60, 180_000);
   assert.equal(r.isError, false, r.text);
   return String(r.structured.value ?? "");
 }
@@ -44,7 +44,8 @@ Deno.test({
     const pid = s.transport.pid;
     try {
       // A job with a tool call ends while no run executes; the next run sees when, and what it printed.
-      const started = await s.run(
+      const started = await runWithin(
+        s,
         [
           "import time",
           "from mcp import runtime",
@@ -59,6 +60,7 @@ Deno.test({
           "print('run over')",
         ].join("\n"),
         60,
+        180_000,
       );
       assert.equal(started.isError, false, started.text);
       assert.equal(started.structured.stdout, "run over\n", "the job's output is not the run's");
@@ -71,8 +73,11 @@ Deno.test({
       assert.equal(seen, "(True, 'done', 1, 'echoed: Echo: from a job\\n', 'crawled')");
 
       // A failing job's error surfaces at wait(); cancel works; CODEMODE_MAX_JOBS caps running jobs.
-      const failing = await s.run(
+      const failing = await runWithin(
+        s,
         "async def boom():\n    raise ValueError('bad input')\nbad = runtime.start_job(boom)\nawait runtime.wait(bad)",
+        30,
+        120_000,
       );
       assert.equal(failing.isError, true);
       assert.match(failing.text, /line 2, in boom[\s\S]*ValueError: bad input/);
@@ -167,7 +172,7 @@ Deno.test({
           "for j in runtime.jobs()), await runtime.wait(job))",
       );
       assert.equal(after, "(3, True, [('slow', 'done', ''), ('ticker', 'done', 'ticked\\n')], 'slow done')");
-      const refused = await s.run("runtime.start_job(time.sleep)");
+      const refused = await runWithin(s, "runtime.start_job(time.sleep)", 30, 120_000);
       assert.equal(refused.isError, true);
       assert.match(refused.text, /has no threads, so a plain function cannot run in the background/);
     } finally {

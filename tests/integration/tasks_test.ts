@@ -149,6 +149,7 @@ async function stdioV1(): Promise<void> {
     assert.deepEqual(tool?.execution, { taskSupport: "optional" });
     const kinds: string[] = [];
     let result: unknown;
+    let taskId: string | undefined;
     for await (
       const message of client.experimental.tasks.callToolStream(
         { name: "run_python", arguments: { code: "await asyncio.sleep(2)\n6 * 7" } },

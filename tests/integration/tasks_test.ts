@@ -10,6 +10,7 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import {
   createTaskSessionFromClient,
   resultFromTaskOutcome,
+  type SerializedTaskReference,
   type ToolExecution,
 } from "@modelcontextprotocol/ext-tasks/client";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client";
@@ -117,7 +118,9 @@ async function reconnect(url: string): Promise<void> {
     { code: "kept = 'from before'\nawait asyncio.sleep(8)\n'after the reconnect'" },
     { task: { preference: "require" }, requestTimeoutMs: REQUEST_TIMEOUT_MS },
   ) as TaskExecution;
-  const reference = execution.serializeReference();
+  // Handing the task off releases it: closing the session would cancel a task it still owns.
+  let reference!: SerializedTaskReference;
+  await execution.handoff((ref) => void (reference = ref));
   await before.close();
   await first.close(); // the connection drops; the HTTP session is not ended
   // Away longer than the server's idle timeout (3s): the working task keeps the session.
@@ -183,10 +186,13 @@ Deno.test({
     const serve = await startHttpServe(fakeHome(), {
       CODEMODE_RUNTIME: "podman",
       CODEMODE_IDLE_TIMEOUT: "3s",
-      CODEMODE_LOG_LEVEL: "warn",
+      CODEMODE_LOG_LEVEL: "info",
     });
     try {
       await Promise.all([longRun(serve.url), cancelRun(serve.url), reconnect(serve.url), stdioV1()]);
+    } catch (error) {
+      console.error(serve.stderr().slice(-4000)); // what the server logged, for a failure on a loaded machine
+      throw error;
     } finally {
       await serve.stop();
     }

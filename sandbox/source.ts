@@ -18,6 +18,7 @@ import executor from "./codemode_runtime/executor.py" with { type: "text" };
 import figures from "./codemode_runtime/figures.py" with { type: "text" };
 import files from "./codemode_runtime/files.py" with { type: "text" };
 import frames from "./codemode_runtime/frames.py" with { type: "text" };
+import job from "./codemode_runtime/job.py" with { type: "text" };
 import jobs from "./codemode_runtime/jobs.py" with { type: "text" };
 import kernel from "./codemode_runtime/kernel.py" with { type: "text" };
 import mplBackend from "./codemode_runtime/mpl_backend.py" with { type: "text" };
@@ -53,6 +54,7 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime.figures": figures,
   "codemode_runtime.files": files,
   "codemode_runtime.frames": frames,
+  "codemode_runtime.job": job,
   "codemode_runtime.jobs": jobs,
   "codemode_runtime.kernel": kernel,
   "codemode_runtime.mpl_backend": mplBackend,

@@ -7,7 +7,8 @@ Transport-free core (runs under CPython and Pyodide alike):
   tracebacks  tracebacks that show only the user's frames
   executor  compile and run one cell in the persistent namespace, inside the session's running loop
   asyncio_run  top-level asyncio.run() / run_until_complete() rewritten to awaits; a clear error elsewhere
-  jobs      background work between runs: start_job, tasks a run left running, their output and frames
+  job       one background job, and who output belongs to (the owner context variable, OutputRouter)
+  jobs      background work between runs: start_job, tasks a run left running, their frames, the caps
   display   display(), rich values and figures as `display` frames, within the per-run cap
   figures   matplotlib: backend choice and font cache at first import, open figures shown and closed
   mpl_backend  the matplotlib backend (Agg; plt.show() displays), imported by matplotlib itself

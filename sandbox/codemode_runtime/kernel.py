@@ -16,7 +16,8 @@ from .artifacts import Artifacts
 from .display import DEFAULT_MAX_DISPLAY, Displayer
 from .executor import Executor
 from .files import FileReceiver
-from .jobs import DEFAULT_MAX_JOBS, Jobs, OutputRouter, Run
+from .job import OutputRouter, Run
+from .jobs import DEFAULT_MAX_JOBS, Jobs
 from .rpc import RpcClient
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024

@@ -161,8 +161,12 @@ async function stdioV1(): Promise<void> {
       )
     ) {
       kinds.push(message.type);
+      if (message.type === "taskCreated") taskId = message.task.taskId;
       if (message.type === "result") result = message.result;
-      if (message.type === "error") throw message.error;
+      if (message.type === "error") {
+        const task = taskId ? await client.experimental.tasks.getTask(taskId) : undefined;
+        throw new Error(`${message.error.message}: ${task?.statusMessage ?? "no status message"}`);
+      }
     }
     assert.equal(kinds[0], "taskCreated");
     assert.equal(kinds.at(-1), "result");

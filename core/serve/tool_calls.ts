@@ -1,8 +1,9 @@
 /**
  * The `tools/call` handler of codemode's MCP server. McpServer's own handler never shows a tool the
- * call's `task` parameter, so codemode serves `tools/call` itself, as McpServer does (arguments checked
- * against the tool's schema, a thrown error returned as a tool error, the result projected for the
- * negotiated protocol version), and starts a task-augmented call of a tool that supports tasks as a task.
+ * call's `task` parameter, so codemode serves `tools/call` itself, as McpServer does (an unknown tool is
+ * a protocol error; arguments that do not fit the tool's schema and errors it throws are tool errors; the
+ * result is projected for the negotiated protocol version), and starts a task-augmented call of a tool
+ * that supports tasks as a task.
  * The tools are still registered with McpServer, which lists them.
  * @module
  */
@@ -32,22 +33,24 @@ export function serveToolCalls(server: McpServer, tools: Record<string, ServedTo
     const { name, arguments: args } = request.params;
     const tool = Object.hasOwn(tools, name) ? tools[name] : undefined;
     if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${name} not found`);
+    // As McpServer: arguments that do not fit, and errors the tool throws, come back as tool errors.
     const parsed = tool.input.safeParse(args ?? {});
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`);
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        `Input validation error: Invalid arguments for tool ${name}: ${issues.join(", ")}`,
-      );
+      return toolError(`Input validation error: Invalid arguments for tool ${name}: ${issues.join(", ")}`);
     }
     const task = taskParams(request.params);
     if (task && tool.task) return tool.task(parsed.data, ctx, task.ttl);
     try {
       return server.server.projectCallToolResult(await tool.call(parsed.data, ctx), undefined);
     } catch (error) {
-      return { content: [{ type: "text", text: (error as Error)?.message ?? String(error) }], isError: true };
+      return toolError((error as Error)?.message ?? String(error));
     }
   });
+}
+
+function toolError(text: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true };
 }
 
 /** The `task` a 2025-11-25 client puts on a call it wants run as a task, if any. */

@@ -267,3 +267,14 @@ Deno.test("log lines of a run reach the client as logging messages at the level 
   assert.ok(heard.every((h) => typeof h.data.requestId === "string"));
   await close();
 });
+
+Deno.test("arguments that do not fit run_python's schema come back as a tool error; an unknown tool is a protocol error", async () => {
+  const { runner, calls } = fakeRunner(() => ok(""));
+  const { client, close } = await connect(runner);
+  const bad = await client.callTool({ name: "run_python", arguments: { code: "1", timeout: -1 } });
+  assert.equal(bad.isError, true);
+  assert.match((bad.content as { text: string }[])[0].text, /^Input validation error: .*timeout: Too small/);
+  assert.equal(calls.length, 0);
+  await assert.rejects(client.callTool({ name: "run_shell", arguments: {} }), /Tool run_shell not found/);
+  await close();
+});

@@ -74,7 +74,7 @@ class Job:
     def output(self):
         """What it printed (the latest 64 KiB)."""
         with self._lock:
-            return "".join(self._output)
+            return "".join(self._output)[-OUTPUT_KEPT:]
 
     def done(self):
         """Whether it has finished (done, failed or cancelled)."""

@@ -102,8 +102,8 @@ export function SessionsPanel({ serves }) {
 /** A session's background jobs, each with the latest output it printed (kept as text). */
 function JobsTable({ session }) {
   return html`
-    <h4 class="jobs-heading">background jobs of session <span class="mono">${session.key.slice(
-      0,
+    <h4 class="jobs-heading">background jobs of session <span class="mono">${shortSession(
+      session.key,
       12,
     )}</span></h4>
     <table class="jobs" data-session=${session.key}>

@@ -33,9 +33,15 @@ export const counts = { warm: 300, block: 25, warmup: 20, idleSeconds: 60 };
 const CONFIG = { max_output: 1024 * 1024, servers: [] };
 const NO_CALLS = () => Promise.reject(new Error("no host calls in this benchmark"));
 
-/** The commit before the loop ran for good: the parent of the commit that made every run a loop task. */
+/**
+ * The runtime to compare against: CODEMODE_BENCH_JOBS_BASELINE (a git revision, e.g. the main the loop
+ * was merged into, so other changes to the runtime count on both sides), else the parent of the commit
+ * that made every run a loop task.
+ */
 function baselineRevision(): string | undefined {
   try {
+    const asked = process.env.CODEMODE_BENCH_JOBS_BASELINE;
+    if (asked) return execFileSync("git", ["rev-parse", asked], { cwd: ROOT, encoding: "utf8" }).trim();
     const first = execFileSync(
       "git",
       ["log", "--format=%H", "--reverse", "--grep=every run is a task of the session's event loop", "-i"],

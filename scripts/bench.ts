@@ -25,6 +25,7 @@ import { benchOAuth } from "./bench_oauth.ts";
 import { benchStandalone } from "./bench_standalone.ts";
 import { benchFirstAnswer } from "./bench_first_answer.ts";
 import { benchDashboard } from "./bench_dashboard.ts";
+import { benchJobs } from "./bench_jobs.ts";
 import { benchRegistry } from "./bench_registry.ts";
 import { benchHostile } from "./bench_hostile.ts";
 import { benchGvisor } from "./bench_gvisor.ts";
@@ -49,6 +50,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   standalone: benchStandalone,
   firstanswer: benchFirstAnswer,
   dashboard: benchDashboard,
+  jobs: benchJobs,
   registry: benchRegistry,
   hostile: benchHostile,
   gvisor: benchGvisor,

@@ -49,7 +49,8 @@ export interface Attempt {
     | "mounts"
     | "skills"
     | "approvals"
-    | "registry";
+    | "registry"
+    | "jobs";
   name: string;
   /** Python, run after the prelude; prints its findings with report(...). */
   code?: string;

@@ -67,7 +67,7 @@ export async function runFile(file: string, options: RunOptions = {}): Promise<n
   }
 
   const plugins = defaultPlugins(settings);
-  const app = await createCodemode({ settings, plugins, indexInBackground: false });
+  const app = await createCodemode({ settings, plugins, indexInBackground: false, tracing: true });
   let closing: Promise<void> | undefined;
   const close = () => closing ??= app.close();
   // Ctrl-C (or a CI runner's SIGTERM) must not leave a container behind.

@@ -5,17 +5,19 @@
  * naming one raises PermissionError saying which rule refused it. Calls the policy says the user must
  * approve wait for the run's approver; calls a dry run marks are made only when the tool's own
  * annotations say it is read-only, and recorded otherwise. A session that added servers from a registry
- * sees them beside the configured ones (its own view); no other session does.
+ * sees them beside the configured ones (its own view); no other session does. Each tool call is a span
+ * of the run's trace, and its context alone goes upstream as the request's `_meta.traceparent`.
  * @module
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../contracts/discovery.ts";
 import { pythonAlias } from "../python_alias.ts";
 import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
-import { redact, secretsOf } from "../upstream/redact.ts";
+import { redact, redactArguments, secretsOf } from "../upstream/redact.ts";
 import { type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
 import { summarizeArguments } from "./approvals.ts";
-import { recordToolCall, type ToolCallRecord } from "./tool_call_activity.ts";
+import { recordToolCall, type ToolCallRecord, traceToolResult } from "./tool_call_activity.ts";
+import { ATTR, inSpan, type TraceContext, type TraceSpan } from "../observe/trace.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
@@ -34,7 +36,7 @@ export interface ToolCaller {
     name: string,
     tool: string,
     args: Record<string, unknown>,
-    options?: { signal?: AbortSignal },
+    options?: { signal?: AbortSignal; meta?: TraceContext },
   ): Promise<CallToolResult>;
 }
 
@@ -132,45 +134,72 @@ export function sandboxApi(
   const toolDocs = async (view: ServerView, name: string): Promise<ToolDoc[]> =>
     (await view.pool.listTools(name)).map((t) => toolDoc(name, t)).filter(allowed);
 
+  /** One tool call, in its span (a child of the run's, whose context goes to the server in `_meta`). */
+  const callTool = async (
+    params: Record<string, unknown>,
+    context: RpcContext,
+    view: ServerView,
+    span: TraceSpan,
+  ) => {
+    const pool = view.pool;
+    const { signal, requestId } = context;
+    const args = params.arguments ?? {};
+    const call: ToolCallRecord = {
+      run: requestId,
+      server: String(params.server ?? ""),
+      tool: String(params.tool ?? ""),
+      args,
+      started: performance.now(),
+    };
+    try {
+      const name = call.server = server(view, params);
+      call.spec = pool.spec(name);
+      const tool = await resolveTool(pool, policy, name, call.tool);
+      call.tool = tool.name;
+      span.rename(`tools/call ${tool.name}`);
+      span.set({
+        [ATTR.tool]: tool.name,
+        [ATTR.server]: name,
+        [ATTR.transport]: call.spec?.transport === "stdio" ? "pipe" : "tcp",
+      });
+      if (typeof args !== "object" || args === null || Array.isArray(args)) {
+        throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
+      }
+      const made = callsMade.get(signal) ?? 0;
+      enforce(policy.allowsCall(made));
+      callsMade.set(signal, made + 1);
+      // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
+      // A planned call is not made, so it is no tool call in the activity record either.
+      if (params.dry_run === true && !isReadOnly(tool.annotations)) {
+        context.plan?.({ server: name, tool: tool.name, arguments: args as Record<string, unknown> });
+        span.set({ "codemode.planned": true });
+        return null;
+      }
+      const reason = policy.approvalReason(name, tool.name, tool.annotations);
+      if (reason !== undefined) await approved(context, view, name, tool.name, args, reason);
+      span.content(ATTR.toolArguments, () => redactArguments(args, allSecrets(view)));
+      // The trace context sent upstream is the host's span's, whatever sandbox code put in its params.
+      const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, {
+        signal,
+        meta: span.context(),
+      });
+      recordToolCall(call, { result });
+      traceToolResult(span, result);
+      return params.raw ? codec.raw(result) : codec.unwrap(result);
+    } catch (error) {
+      recordToolCall(call, { error });
+      throw error;
+    }
+  };
+
   type Method = (params: Record<string, unknown>, context: RpcContext, view: ServerView) => Promise<unknown>;
   const methods: Record<string, Method> = {
-    async call_tool(params, context, view) {
-      const pool = view.pool;
-      const { signal, requestId } = context;
-      const args = params.arguments ?? {};
-      const call: ToolCallRecord = {
-        run: requestId,
-        server: String(params.server ?? ""),
-        tool: String(params.tool ?? ""),
-        args,
-        started: performance.now(),
-      };
-      try {
-        const name = call.server = server(view, params);
-        call.spec = pool.spec(name);
-        const tool = await resolveTool(pool, policy, name, call.tool);
-        call.tool = tool.name;
-        if (typeof args !== "object" || args === null || Array.isArray(args)) {
-          throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
-        }
-        const made = callsMade.get(signal) ?? 0;
-        enforce(policy.allowsCall(made));
-        callsMade.set(signal, made + 1);
-        // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
-        // A planned call is not made, so it is no tool call in the activity record either.
-        if (params.dry_run === true && !isReadOnly(tool.annotations)) {
-          context.plan?.({ server: name, tool: tool.name, arguments: args as Record<string, unknown> });
-          return null;
-        }
-        const reason = policy.approvalReason(name, tool.name, tool.annotations);
-        if (reason !== undefined) await approved(context, view, name, tool.name, args, reason);
-        const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, { signal });
-        recordToolCall(call, { result });
-        return params.raw ? codec.raw(result) : codec.unwrap(result);
-      } catch (error) {
-        recordToolCall(call, { error });
-        throw error;
-      }
+    call_tool(params, context, view) {
+      const attributes = { [ATTR.mcpMethod]: "tools/call", [ATTR.operation]: "execute_tool" };
+      return inSpan("tools/call", attributes, (span) => callTool(params, context, view, span), {
+        kind: "client",
+        toolCall: true,
+      });
     },
     list_servers(_params, _context, view) {
       return Promise.resolve(allowedServers(view).map((name) => publicServer(name, view.pool.spec(name))));

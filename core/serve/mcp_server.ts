@@ -20,6 +20,7 @@ import type { ApprovalBroker } from "../host_api/approvals.ts";
 import { requestApprover } from "./elicitation.ts";
 import { whenInitialized } from "./prewarm.ts";
 import { recordRunEnd, recordRunStart } from "./run_activity.ts";
+import { traceRun, traceRunEnd } from "./run_trace.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -92,6 +93,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       const notify = ctx.mcpReq.notify;
       const progress = progressStream(notify, ctx.mcpReq._meta?.progressToken);
       const scope: LogScope = { requestId, listener: logForwarder(notify, () => clientLevel, requestId) };
+      const span = traceRun(scope, ctx, options.sessionKey, code);
       let result: RunResult;
       try {
         result = await withLogScope(scope, () =>
@@ -103,9 +105,11 @@ export function createMcpServer(options: McpServerOptions): McpServer {
             approve: options.approvals &&
               requestApprover(options.approvals, options.sessionKey, requestId, server.server, ctx),
           }));
+        traceRunEnd(span, scope, result);
         await progress?.flush();
       } finally {
         scope.ended = true;
+        span.end();
       }
       const rendered = options.output.render(result);
       if (result.artifacts?.length) server.sendResourceListChanged();

@@ -22,12 +22,14 @@ import { checkRuntime, type RuntimeCheck, type RuntimeCheckOptions } from "./run
 import type { CheckStatus, Finding } from "./finding.ts";
 import { skillFindings, type SkillsCheck } from "./skills.ts";
 import { checkMounts, type MountCheck, mountFindings } from "./mounts.ts";
+import { checkTracing, type CollectorProbe, type TracingCheck, tracingFindings } from "./tracing.ts";
 import { loginCommand } from "../auth/needs_login.ts";
 import type { AuthState } from "../auth/server_auth.ts";
 
 export type { CheckStatus, Finding } from "./finding.ts";
 export type { RuntimeCheck, SandboxProbe } from "./runtime.ts";
 export type { MountCheck } from "./mounts.ts";
+export type { TracingCheck } from "./tracing.ts";
 export { checkSkills, type SkillsCheck } from "./skills.ts";
 export {
   checkSettings,
@@ -96,6 +98,8 @@ export interface DoctorReport {
   mounts: MountCheck[];
   /** Skill directories and skills that failed to load (absent when the caller did not check them). */
   skills?: SkillsCheck;
+  /** Whether runs are traced, and whether the collector answered. */
+  tracing: TracingCheck;
   findings: Finding[];
 }
 
@@ -128,6 +132,8 @@ export interface DoctorInput {
   configSearched?: string[];
   /** The skills check, made by the caller from the loaded skills. */
   skills?: SkillsCheck;
+  /** Asks the OTLP collector whether it takes an export (default: a real export of no spans). */
+  probeCollector?: CollectorProbe;
 }
 
 /** Whether the state directory exists and is writable (or can be created). Never throws. */
@@ -309,10 +315,11 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     maxOutput: settings.maxOutput,
     ...input.sandbox,
   };
-  const [runtimes, stateDir, servers] = await Promise.all([
+  const [runtimes, stateDir, servers, tracing] = await Promise.all([
     Promise.all(input.runtimes.map((r) => checkRuntime(r, runtimeOptions))),
     checkStateDir(settings.stateDir),
     checkServers(input.discovery, input.listTools, input.serverTimeoutMs, refused, input.authOf),
+    checkTracing(settings, input.env, input.probeCollector),
   ]);
   const { runtime, reason, finding } = chooseRuntime(
     settings.runtime,
@@ -354,6 +361,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
       ...s.problem!,
     })),
     ...skillFindings(input.skills),
+    ...tracingFindings(tracing),
   ];
   return {
     version: input.version,
@@ -369,6 +377,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     policy,
     mounts,
     ...(input.skills ? { skills: input.skills } : {}),
+    tracing,
     findings,
   };
 }

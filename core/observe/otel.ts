@@ -47,6 +47,7 @@ import type {
   TraceSpan,
   TracingOptions,
 } from "./span.ts";
+import { shownUrl } from "./span.ts";
 
 /** Longest error message a span keeps. */
 const MAX_MESSAGE = 300;
@@ -136,6 +137,8 @@ interface SpanShape {
 /** A span codemode holds: the SDK's span and the context that makes it a parent. */
 class OtelSpan implements TraceSpan {
   #ended = false;
+  /** The first failure recorded wins: an `isError` result that unwrapping then throws is one failure. */
+  #failed = false;
 
   constructor(readonly span: Span, readonly otelContext: Context, private readonly shape: SpanShape) {}
 
@@ -165,7 +168,8 @@ class OtelSpan implements TraceSpan {
   }
 
   fail(error: unknown, type?: string): void {
-    if (!this.recording) return;
+    if (!this.recording || this.#failed) return;
+    this.#failed = true;
     const name = error instanceof Error ? error.name : typeof error;
     const message = this.shape.message(error instanceof Error ? error.message : String(error));
     // Not recordException: its stack trace repeats the message unredacted and names host paths.
@@ -175,6 +179,8 @@ class OtelSpan implements TraceSpan {
   }
 
   failWith(type: string, detail?: string): void {
+    if (this.#failed) return;
+    this.#failed = true;
     this.span.setAttribute(ATTR_ERROR_TYPE, type);
     const message = detail !== undefined && this.shape.content ? this.shape.content(detail) : undefined;
     this.span.setStatus({ code: SpanStatusCode.ERROR, ...(message ? { message } : {}) });
@@ -271,16 +277,6 @@ class WatchedExporter implements SpanExporter {
     });
     this.#warnedAt = now;
     this.#failedSinceWarning = 0;
-  }
-}
-
-/** A URL as logs may show it: no user, password or query (they may hold credentials). */
-export function shownUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
-  } catch {
-    return "(not a URL)";
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * What a span is to codemode's code, whether tracing is on (otel.ts) or off ({@link NO_SPAN}): the span
- * object, how one starts, the tracer behind them and what it is started with.
+ * What trace.ts and otel.ts share: what a span is to codemode's code, whether tracing is on (otel.ts) or
+ * off ({@link NO_SPAN}), how one starts, the tracer behind them, what it is started with, and how a
+ * collector's URL is shown.
  * @module
  */
 
@@ -23,7 +24,10 @@ export interface TraceSpan {
   /** Sets `key` to content (code, arguments, results) only under CODEMODE_TRACE_CONTENT=1: redacted, clipped. */
   content(key: string, value: () => unknown): void;
   rename(name: string): void;
-  /** Status error, with an exception event whose message is redacted and clipped; `type` is `error.type`. */
+  /**
+   * Status error, with an exception event whose message is redacted and clipped; `type` is `error.type`.
+   * The first failure of a span wins.
+   */
   fail(error: unknown, type?: string): void;
   /** Status error without an exception (a tool's `isError`); `detail` is kept only as content. */
   failWith(type: string, detail?: string): void;
@@ -92,3 +96,13 @@ export const NO_SPAN: TraceSpan = Object.freeze({
   context: () => undefined,
   end() {},
 });
+
+/** A URL as logs may show it: no user, password or query (they may hold credentials). */
+export function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+  } catch {
+    return "(not a URL)";
+  }
+}

@@ -24,7 +24,7 @@ import {
   type TracingOptions,
 } from "./span.ts";
 
-export { NO_SPAN } from "./span.ts";
+export { NO_SPAN, shownUrl } from "./span.ts";
 export type { ExportStatus, SpanAttributes, TraceContext, TraceSpan, TracingOptions } from "./span.ts";
 
 /**

@@ -20,6 +20,9 @@ import {
   tracingOn,
 } from "../../core/observe/trace.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "../integration/_otlp_receiver.ts";
+import { SessionManager } from "../../core/sandbox/session_manager.ts";
+import { checkTracing } from "../../core/doctor/tracing.ts";
+import { fakeRuntime } from "./_fake_runtime.ts";
 
 const SECRET = "sk-test-5e1f0c9a7b3d";
 const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -251,17 +254,80 @@ test("a collector that is down: runs go on, one warning (not one per export), ea
   assert.equal(warnings[0].url, "http://127.0.0.1:1/v1/traces");
 });
 
-test("probeCollector(): a live receiver answers, a dead port does not", async () => {
+test("sessions: a prewarmed sandbox's start is a trace of its own, linked from its first run; a run's own start is its child", async () => {
+  const receiver = await startOtlpReceiver();
+  const sessions = new SessionManager({
+    runtime: () => Promise.resolve(fakeRuntime()),
+    image: "none",
+    limits: { memory: "64m", pids: 8 },
+    command: ["python3", "-c", "pass"],
+    bootstrap: () => ({
+      type: "bootstrap",
+      main: "",
+      modules: {},
+      packages: [],
+      config: { max_output: 1024, servers: [] },
+    }),
+    rpc: () => Promise.resolve(null),
+    maxOutput: 1024,
+    idleTimeout: 300,
+  });
+  try {
+    await traced(receiver, async () => {
+      sessions.prewarm("warm");
+      await sessions.warm("warm");
+      for (const key of ["warm", "cold"]) {
+        const scope: LogScope = { requestId: key };
+        const run = startRunSpan(scope, { "codemode.session": key });
+        const result = await withLogScope(scope, () => sessions.run(key, "1 + 1", { timeout: 5 }));
+        assert.equal(result.status, "ok");
+        run.end();
+      }
+    });
+    const spans = await receiver.waitFor((all) => all.length >= 4 ? all : []);
+    const runOf = (key: string) =>
+      spans.find((s) => s.kind === 2 && s.attributes["codemode.session"] === key)!;
+    const startOf = (key: string) =>
+      spans.find((s) => s.name === "sandbox.start" && s.attributes["codemode.session"] === key)!;
+    assert.equal(startOf("warm").parentSpanId, "");
+    assert.notEqual(startOf("warm").traceId, runOf("warm").traceId);
+    assert.deepEqual(runOf("warm").links, [{
+      traceId: startOf("warm").traceId,
+      spanId: startOf("warm").spanId,
+    }]);
+    assert.equal(startOf("cold").parentSpanId, runOf("cold").spanId);
+    assert.deepEqual(runOf("cold").links, []);
+    assert.equal(runOf("cold").attributes["codemode.runtime"], "fake");
+    assert.equal(startOf("cold").attributes["codemode.runtime"], "fake");
+  } finally {
+    await sessions.closeAll();
+    await receiver.close();
+  }
+});
+
+test("doctor: tracing off, a collector that answers, one that does not (a warning with the fix)", async () => {
+  const off = await checkTracing({ traceContent: false }, {});
+  assert.deepEqual(off, { on: false, content: false, status: "info" });
   const receiver = await startOtlpReceiver();
   try {
-    const live = await probeCollector(`${receiver.url}/v1/traces`, 3_000);
-    assert.equal(live.ok, true);
+    const live = await checkTracing({ otlpEndpoint: receiver.url, traceContent: true }, {});
+    assert.equal(live.status, "ok");
+    assert.equal(live.answered, true);
+    assert.equal(live.url, `${receiver.url}/v1/traces`);
+    assert.equal(live.from, "CODEMODE_OTLP_ENDPOINT");
     assert.equal(receiver.requests, 1);
     assert.equal(receiver.spans.length, 0, "the probe stores nothing");
   } finally {
     await receiver.close();
   }
-  const dead = await probeCollector("http://127.0.0.1:1/v1/traces", 500);
-  assert.equal(dead.ok, false);
-  assert.match(dead.error ?? "", /ECONNREFUSED/);
+  const dead = await checkTracing(
+    { traceContent: false },
+    { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://user:pw@127.0.0.1:1/v1/traces?key=k" },
+    (url) => probeCollector(url, 500),
+  );
+  assert.equal(dead.status, "warn");
+  assert.equal(dead.answered, false);
+  assert.equal(dead.url, "http://127.0.0.1:1/v1/traces", "no credentials shown");
+  assert.match(dead.problem?.message ?? "", /did not take an export: .*ECONNREFUSED/);
+  assert.ok(!dead.problem?.message.includes("pw"));
 });

@@ -116,19 +116,20 @@ function currentSpan(): TraceSpan | undefined {
 }
 
 /**
- * Starts the span of a run_python call (kind server) and binds it to the run's log scope, whose lines
- * then carry its trace id. `client` is the trace context the client sent (`_meta`), `header` the HTTP
- * request's; the first valid one is the parent, the other is linked.
+ * Starts the span of a run (a run_python call unless `name` says otherwise; kind server) and binds it to
+ * the run's log scope, whose lines then carry its trace id. `client.meta` is the trace context the client
+ * sent (`_meta`), `client.header` the HTTP request's; the first is the parent, the other is linked.
  */
 export function startRunSpan(
   scope: LogScope,
   attributes: SpanAttributes,
   client: { meta?: TraceContext; header?: TraceContext } = {},
+  name = "tools/call run_python",
 ): TraceSpan {
   if (!tracer) return NO_SPAN;
   const remote = client.meta ?? client.header;
   const span = tracer.start({
-    name: "tools/call run_python",
+    name,
     kind: "server",
     attributes: { ...attributes, "codemode.node": nodeId },
     remote,

@@ -20,7 +20,7 @@ import type { ApprovalBroker } from "../host_api/approvals.ts";
 import { requestApprover } from "./elicitation.ts";
 import { whenInitialized } from "./prewarm.ts";
 import { recordRunEnd, recordRunStart } from "./run_activity.ts";
-import { traceRun, traceRunEnd } from "./run_trace.ts";
+import { requestTrace, traceRun, traceRunEnd } from "./run_trace.ts";
 
 /** Runs code for a client; the session manager in production, a fake in unit tests. */
 export interface CodeRunner {
@@ -93,7 +93,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       const notify = ctx.mcpReq.notify;
       const progress = progressStream(notify, ctx.mcpReq._meta?.progressToken);
       const scope: LogScope = { requestId, listener: logForwarder(notify, () => clientLevel, requestId) };
-      const span = traceRun(scope, ctx, options.sessionKey, code);
+      const span = traceRun(scope, { code, session: options.sessionKey, ...requestTrace(ctx) });
       let result: RunResult;
       try {
         result = await withLogScope(scope, () =>

@@ -1,8 +1,9 @@
 /**
- * The span of one run_python call (the MCP conventions' server span, `tools/call run_python`): a child of
- * the trace context the client sent in the request's `_meta` or, over HTTP, its `traceparent` header;
- * what the run was (session, node, code size) and how it ended (status, output size, tool calls). The
- * code's text only under CODEMODE_TRACE_CONTENT=1.
+ * The span of one run: a run_python call (the MCP conventions' server span, `tools/call run_python`), a
+ * child of the trace context the client sent in the request's `_meta` or, over HTTP, its `traceparent`
+ * header; or a `codemode run`, a child of the TRACEPARENT variable it was started with. What the run was
+ * (session, node, code size) and how it ended (status, output size, tool calls); the code's text only
+ * under CODEMODE_TRACE_CONTENT=1.
  * @module
  */
 import type { ServerContext } from "@modelcontextprotocol/server";
@@ -12,32 +13,64 @@ import {
   ATTR,
   NO_SPAN,
   runToolCalls,
+  type SpanAttributes,
   startRunSpan,
   type TraceContext,
   type TraceSpan,
   tracingOn,
 } from "../observe/trace.ts";
 
+/** What a run's span starts from: its code and session, and the trace context its caller sent. */
+export interface RunTraceInput {
+  code: string;
+  session: string;
+  /** `codemode run`'s span is named so; a run_python call's is `tools/call run_python`. */
+  name?: string;
+  attributes?: SpanAttributes;
+  client?: { meta?: TraceContext; header?: TraceContext };
+}
+
 /** Starts the span of the run served in `scope` (its log lines then carry the trace id). */
-export function traceRun(scope: LogScope, ctx: ServerContext, session: string, code: string): TraceSpan {
+export function traceRun(scope: LogScope, run: RunTraceInput): TraceSpan {
   if (!tracingOn()) return NO_SPAN;
-  const headers = ctx.http?.req?.headers;
-  const span = startRunSpan(scope, {
-    [ATTR.mcpMethod]: "tools/call",
-    [ATTR.tool]: "run_python",
-    [ATTR.operation]: "execute_tool",
-    [ATTR.jsonrpcId]: String(ctx.mcpReq.id),
-    [ATTR.mcpSession]: ctx.sessionId,
-    [ATTR.transport]: ctx.http ? "tcp" : "pipe",
-    "codemode.session": session,
-    "codemode.request_id": scope.requestId,
-    "codemode.code.size": code.length,
-  }, {
-    meta: traceContext(ctx.mcpReq._meta?.traceparent, ctx.mcpReq._meta?.tracestate),
-    header: traceContext(headers?.get("traceparent"), headers?.get("tracestate")),
-  });
-  span.content("codemode.code", () => code);
+  const span = startRunSpan(
+    scope,
+    {
+      ...run.attributes,
+      "codemode.session": run.session,
+      "codemode.request_id": scope.requestId,
+      "codemode.code.size": run.code.length,
+    },
+    run.client,
+    run.name,
+  );
+  span.content("codemode.code", () => run.code);
   return span;
+}
+
+/** What an MCP request says about its run's span: the MCP attributes, the `_meta` and HTTP trace context. */
+export function requestTrace(ctx: ServerContext): Pick<RunTraceInput, "attributes" | "client"> {
+  if (!tracingOn()) return {};
+  const headers = ctx.http?.req?.headers;
+  return {
+    attributes: {
+      [ATTR.mcpMethod]: "tools/call",
+      [ATTR.tool]: "run_python",
+      [ATTR.operation]: "execute_tool",
+      [ATTR.jsonrpcId]: String(ctx.mcpReq.id),
+      [ATTR.mcpSession]: ctx.sessionId,
+      [ATTR.transport]: ctx.http ? "tcp" : "pipe",
+    },
+    client: {
+      meta: traceContext(ctx.mcpReq._meta?.traceparent, ctx.mcpReq._meta?.tracestate),
+      header: traceContext(headers?.get("traceparent"), headers?.get("tracestate")),
+    },
+  };
+}
+
+/** The trace context a process was started in (TRACEPARENT, TRACESTATE), as CI systems pass it on. */
+export function environmentTrace(env: Record<string, string | undefined>): TraceContext | undefined {
+  return traceContext(env.TRACEPARENT, env.TRACESTATE);
 }
 
 /** Records how the run ended; a run that did not end ok is an error with its last line as the message. */

@@ -1,13 +1,14 @@
 /**
  * The adversarial suite: more than fifty named escape and abuse attempts by sandbox code (network,
  * filesystem, privileges, resources, protocol forgery, secrets of MCP servers, the host environment,
- * artifacts, mounts, skills, approvals, and servers added from a registry),
- * each run through a real `codemode serve` over stdio with the SDK client, on every container engine that
- * is set up. After each attempt: the call was answered within a bound, the server still runs code. At the
- * end: no container of that serve process is left, and no secret appeared in any answer. Then the
- * dashboard's attacks (_attempts_dashboard.ts): other origins, other Hosts, stolen codes and cookies,
- * files planted by another local user, traversal in run image and artifact names, other sessions'
- * artifacts, script in displays, forged answers to a pending approval.
+ * artifacts, mounts, skills, approvals, servers added from a registry, and trace context), each run
+ * through a real `codemode serve` over stdio with the SDK client, on every container engine that is set
+ * up, exporting traces to a collector of the suite's own. After each attempt: the call was answered within
+ * a bound, the server still runs code. At the end: no container of that serve process is left, and no
+ * secret appeared in any answer or reached the collector. Then the dashboard's attacks
+ * (_attempts_dashboard.ts): other origins, other Hosts, stolen codes and cookies, files planted by another
+ * local user, traversal in run image and artifact names, other sessions' artifacts, script in displays,
+ * forged answers to a pending approval.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -25,6 +26,7 @@ import { registry as registryAttempts } from "./_attempts_registry.ts";
 import { startRegistry, type TestRegistry } from "./_registry.ts";
 import { askingClient, reply } from "./_approvals.ts";
 import { oauthTokens } from "./_attempts_oauth.ts";
+import { tracing } from "./_attempts_trace.ts";
 import {
   type Answer,
   assertNoSandboxOf,
@@ -61,6 +63,7 @@ const ATTEMPTS: Attempt[] = [
   ...skills,
   ...approvals,
   ...registryAttempts,
+  ...tracing,
 ];
 /** How long past its own timeout a run may take to be answered (sandbox restarts, CPU contention). */
 const SLACK_MS = 60_000;
@@ -105,6 +108,9 @@ for (const [engine, runtime] of engines) {
           // Servers may be added from the registry with the person's approval, which never comes.
           CODEMODE_REGISTRY_URL: registry.url,
           CODEMODE_ADD_SERVERS: "ask",
+          // Every attempt is traced: the collector is one more place no secret may reach.
+          CODEMODE_OTLP_ENDPOINT: fix.otlp.url,
+          OTEL_BSP_SCHEDULE_DELAY: "200",
         },
         home,
         askingClient(`adversarial-${engine}`, reply.after(1000, reply.decline())).client,
@@ -180,6 +186,11 @@ for (const [engine, runtime] of engines) {
         }
       }
       assert.ok(answers.length > 0, "no answer to sweep for secrets");
+      const exported = ctx.fix.otlp.bodies.map((b) => new TextDecoder("latin1").decode(b)).join("\n");
+      for (const secret of everySecret) {
+        assert.ok(!exported.includes(secret), "a secret reached the collector");
+      }
+      assert.ok(ctx.fix.otlp.spans.length > 0, "the serve's spans reached the collector");
     },
   });
 }

@@ -9,6 +9,7 @@
  * collector that is down: runs unaffected, one warning.
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -291,6 +292,55 @@ Deno.test({
         `p50 ${down.ms.toFixed(1)} ms with the collector down, ${live.ms.toFixed(1)} ms with it up`,
       );
       assert.ok(receiver.spans.length > 0, "the live serve exported its spans");
+    } finally {
+      await receiver.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "codemode run continues the trace a CI job passes in TRACEPARENT, and exports before it exits",
+  ignore: !usable,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const receiver = await startOtlpReceiver();
+    const { home, metaFile } = traceHome();
+    try {
+      // Asynchronously: the receiver in this process must keep answering while the child runs.
+      const child = spawn(join(ROOT, "node_modules/.bin/deno"), [
+        "run",
+        "-A",
+        "--quiet",
+        join(ROOT, "cli.ts"),
+        "run",
+        "-",
+      ], {
+        cwd: home,
+        env: {
+          PATH: process.env.PATH ?? "",
+          HOME: home,
+          CODEMODE_STATE_DIR: join(home, "state"),
+          CODEMODE_RUNTIME: "pyodide",
+          CODEMODE_OTLP_ENDPOINT: receiver.url,
+          TRACEPARENT: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`,
+        },
+      });
+      let stderr = "";
+      child.stderr.on("data", (d) => (stderr += d));
+      child.stdin.end("await mcp_trace.wait(text='ci', ms=1)");
+      const status = await new Promise((resolve) => child.once("exit", resolve));
+      assert.equal(status, 0, stderr);
+      // No wait: a run that ended exported its spans before the process exited.
+      const run = receiver.spans.find((s) => s.name === "codemode run");
+      assert.ok(run, `spans: ${receiver.spans.map((s) => s.name).join(", ")}`);
+      assert.equal(run.traceId, CLIENT_TRACE);
+      assert.equal(run.parentSpanId, CLIENT_SPAN);
+      assert.equal(run.attributes["codemode.tool_calls"], 1);
+      const call = receiver.spans.find((s) => s.name === "tools/call wait")!;
+      assert.equal(call.parentSpanId, run.spanId);
+      const [record] = received(metaFile);
+      assert.equal(record.meta?.traceparent, `00-${CLIENT_TRACE}-${call.spanId}-01`);
     } finally {
       await receiver.close();
     }

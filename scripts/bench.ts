@@ -3,7 +3,7 @@
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
  *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|
- *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard|registry] [--json]
+ *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard|registry|tracing] [--json]
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -27,6 +27,7 @@ import { benchStandalone } from "./bench_standalone.ts";
 import { benchFirstAnswer } from "./bench_first_answer.ts";
 import { benchDashboard } from "./bench_dashboard.ts";
 import { benchRegistry } from "./bench_registry.ts";
+import { benchTracing } from "./bench_tracing.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -47,6 +48,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   firstanswer: benchFirstAnswer,
   dashboard: benchDashboard,
   registry: benchRegistry,
+  tracing: benchTracing,
 };
 
 /** Sections that run only when asked for with --only: building two images from scratch takes many minutes. */

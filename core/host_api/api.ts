@@ -14,7 +14,7 @@ import type { ServerSpec } from "../contracts/discovery.ts";
 import { pythonAlias } from "../python_alias.ts";
 import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
 import { redact, redactArguments, secretsOf } from "../upstream/redact.ts";
-import { type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
+import { pythonErrorType, type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
 import { summarizeArguments } from "./approvals.ts";
 import { recordToolCall, type ToolCallRecord, traceToolResult } from "./tool_call_activity.ts";
 import { ATTR, inSpan, type TraceContext, type TraceSpan } from "../observe/trace.ts";
@@ -188,6 +188,7 @@ export function sandboxApi(
       return params.raw ? codec.raw(result) : codec.unwrap(result);
     } catch (error) {
       recordToolCall(call, { error });
+      span.fail(error, pythonErrorType(error));
       throw error;
     }
   };

@@ -18,7 +18,7 @@ import { pyodide } from "../../plugins/runtime/pyodide.ts";
 import { ROOT } from "./_serve.ts";
 import { connectHttp, type HttpClient, type HttpServe, startHttpServe } from "./_serve_http.ts";
 import { askingClient, reply } from "./_approvals.ts";
-import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./_otlp_receiver.ts";
+import { type ReceivedSpan, startOtlpReceiver } from "./_otlp_receiver.ts";
 
 const usable = (await pyodide().detect()).available;
 if (!usable) console.warn("IGNORED tracing suite: deno or the Pyodide package is missing");
@@ -46,7 +46,7 @@ function traceHome(): { home: string; metaFile: string } {
 }
 
 /** What the trace server received: one record per call. */
-function received(metaFile: string): { tool: string; meta: Record<string, unknown> | null; args: any }[] {
+function received(metaFile: string): { tool: string; meta: Record<string, unknown> | null; args: Record<string, unknown> }[] {
   if (!existsSync(metaFile)) return [];
   return readFileSync(metaFile, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line));
 }

@@ -144,6 +144,40 @@ test("a run continues the client's trace; its tool calls are its children and ca
   }
 });
 
+test("a client's context that is invalid starts a trace of its own; one not sampled records nothing but travels on", async () => {
+  const receiver = await startOtlpReceiver();
+  try {
+    await traced(receiver, async () => {
+      for (
+        const traceparent of [
+          "00-zz-00f067aa0ba902b7-01",
+          `00-${"0".repeat(32)}-${CLIENT_SPAN}-01`,
+          "x".repeat(100),
+        ]
+      ) {
+        const scope: LogScope = { requestId: "bad" };
+        const run = startRunSpan(scope, { "codemode.session": "bad" }, { meta: { traceparent } });
+        assert.ok(run.recording);
+        assert.notEqual(run.traceId, CLIENT_TRACE);
+        run.end();
+      }
+      const scope: LogScope = { requestId: "unsampled" };
+      const run = startRunSpan(scope, {}, { meta: { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-00` } });
+      assert.equal(run.recording, false);
+      const out = await withLogScope(
+        scope,
+        () => inSpan("tools/call x", {}, (span) => Promise.resolve(span.context())),
+      );
+      assert.match(out?.traceparent ?? "", new RegExp(`^00-${CLIENT_TRACE}-[0-9a-f]{16}-00$`));
+      run.end();
+    });
+    const spans = await receiver.waitFor((all) => all.length >= 3 ? all : []);
+    assert.ok(spans.every((s) => s.parentSpanId === "" && s.traceId !== CLIENT_TRACE), JSON.stringify(spans));
+  } finally {
+    await receiver.close();
+  }
+});
+
 test("a frame reader's stale context does not parent another run's calls; a prewarmed start is linked", async () => {
   const receiver = await startOtlpReceiver();
   try {

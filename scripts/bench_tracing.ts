@@ -1,0 +1,132 @@
+/**
+ * Section "tracing" (issue 31): what traces cost a run. Three serves from source on podman, alike but for
+ * tracing: off, on with a live OTLP/HTTP receiver (in this process, decoding what the real exporter sends),
+ * and on with the collector down (a port nothing listens on). They take turns, round by round, so load
+ * on the machine falls on all three alike. Figures: warm `print(1)` and 100 gathered echo calls
+ * (server-everything), p50 per serve; the baseline is tracing off in the same run.
+ *
+ * With CODEMODE_BENCH_BEFORE=<a checkout of the code before tracing, with node_modules>, a fourth serve
+ * runs from there and tracing off is compared with it too (target ≤ 1.05x).
+ * @module
+ */
+import { join } from "node:path";
+import { startOtlpReceiver } from "../tests/integration/_otlp_receiver.ts";
+import {
+  DENO,
+  fakeHome,
+  IMAGE,
+  percentile,
+  referenceServers,
+  removeHome,
+  removeLeftovers,
+  row,
+  type SectionResult,
+  type Served,
+  sourceCommand,
+  startServe,
+  works,
+} from "./bench_harness.ts";
+
+/** Rounds, and per round and serve: print(1) runs and gathered-echo runs. */
+export const counts = { rounds: 6, prints: 15, gathers: 3 };
+
+const GATHER = `import asyncio
+r = await asyncio.gather(*[mcp_everything.echo(message=str(i)) for i in range(100)])
+len(r)`;
+
+/** Runs the tracing section. */
+export async function benchTracing(): Promise<SectionResult> {
+  const result: SectionResult = { name: "tracing", rows: [], notes: [] };
+  if (!(await works("podman", ["image", "exists", IMAGE]))) {
+    result.skipped = `podman or the image "${IMAGE}" is missing (build it: codemode image build)`;
+    return result;
+  }
+  const receiver = await startOtlpReceiver();
+  const dead = await startOtlpReceiver();
+  const deadUrl = dead.url;
+  await dead.close();
+  const before = process.env.CODEMODE_BENCH_BEFORE;
+  const kinds: { name: string; env: Record<string, string>; command?: string[] }[] = [
+    { name: "off", env: {} },
+    { name: "on, live receiver", env: { CODEMODE_OTLP_ENDPOINT: receiver.url } },
+    { name: "on, collector down", env: { CODEMODE_OTLP_ENDPOINT: deadUrl } },
+    ...before
+      ? [{ name: "before tracing", env: {}, command: [DENO, "run", "-A", "--quiet", join(before, "cli.ts")] }]
+      : [],
+  ];
+  const homes: string[] = [];
+  const serves: Served[] = [];
+  const times = kinds.map(() => ({ print: [] as number[], gather: [] as number[] }));
+  try {
+    for (const kind of kinds) {
+      const home = fakeHome((h) => ({ everything: referenceServers(h).everything }));
+      homes.push(home);
+      serves.push(
+        await startServe({
+          home,
+          command: kind.command ?? sourceCommand(),
+          env: { CODEMODE_RUNTIME: "podman", CODEMODE_LOG_LEVEL: "warn", ...kind.env },
+        }),
+      );
+    }
+    // Warm: the sandbox started, the server started and listed, a first gather done.
+    for (const served of serves) {
+      await served.run("print(1)");
+      await served.run(GATHER);
+    }
+    const timed = async (served: Served, code: string) => {
+      const start = performance.now();
+      await served.run(code);
+      return performance.now() - start;
+    };
+    for (let round = 0; round < counts.rounds; round++) {
+      for (const [i, served] of serves.entries()) {
+        for (let n = 0; n < counts.prints; n++) times[i].print.push(await timed(served, "print(1)"));
+        for (let n = 0; n < counts.gathers; n++) times[i].gather.push(await timed(served, GATHER));
+      }
+    }
+  } finally {
+    await Promise.all(serves.map((s) => s.close().catch(() => {})));
+    await receiver.close();
+    for (const home of homes) removeHome(home);
+    const left = await removeLeftovers();
+    if (left.length) result.notes.push(`removed leftover containers: ${left.join(", ")}`);
+  }
+  const p50 = (xs: number[]) => percentile(xs, 0.5);
+  const p95 = (xs: number[]) => `p95 ${percentile(xs, 0.95).toFixed(1)} ms`;
+  const [off, live, down, old] = times;
+  for (const [metric, key] of [["warm print(1)", "print"], ["100 gathered echo calls", "gather"]] as const) {
+    const offBaseline = { label: "tracing off, p50", value: p50(off[key]) };
+    const within = (limit: number) => ({ on: "ratio" as const, op: "≤" as const, limit });
+    if (old) {
+      result.rows.push(row({
+        section: "tracing",
+        metric: `${metric}, tracing off, p50`,
+        value: p50(off[key]),
+        unit: "ms",
+        baseline: { label: "before tracing, p50", value: p50(old[key]) },
+        goal: within(1.05),
+        note: `${p95(off[key])}; before: ${p95(old[key])}`,
+      }));
+    }
+    for (const [kind, measured] of [["on, live receiver", live], ["on, collector down", down]] as const) {
+      result.rows.push(row({
+        section: "tracing",
+        metric: `${metric}, tracing ${kind}, p50`,
+        value: p50(measured[key]),
+        unit: "ms",
+        baseline: offBaseline,
+        goal: within(1.2),
+        note: p95(measured[key]),
+      }));
+    }
+  }
+  result.notes.push(
+    `${counts.rounds} rounds; per round and serve ${counts.prints} print(1) and ${counts.gathers} runs of ` +
+      "100 gathered server-everything echo calls; the serves take turns, serve from source on podman",
+    `the live receiver got ${receiver.spans.length} spans in ${receiver.requests} export requests`,
+    before ? `"before tracing" ran from ${before}` : "tracing off against the code before tracing: set " +
+      "CODEMODE_BENCH_BEFORE to a checkout of it (with node_modules) to measure it in the same run",
+  );
+  return result;
+}

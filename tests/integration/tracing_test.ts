@@ -46,7 +46,9 @@ function traceHome(): { home: string; metaFile: string } {
 }
 
 /** What the trace server received: one record per call. */
-function received(metaFile: string): { tool: string; meta: Record<string, unknown> | null; args: Record<string, unknown> }[] {
+function received(
+  metaFile: string,
+): { tool: string; meta: Record<string, unknown> | null; args: Record<string, unknown> }[] {
   if (!existsSync(metaFile)) return [];
   return readFileSync(metaFile, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line));
 }

@@ -20,9 +20,8 @@ import {
   tracingOn,
 } from "../../core/observe/trace.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "../integration/_otlp_receiver.ts";
-import { SessionManager } from "../../core/sandbox/session_manager.ts";
 import { checkTracing } from "../../core/doctor/tracing.ts";
-import { fakeRuntime } from "./_fake_runtime.ts";
+import { fakeRuntime, fakeSessions } from "./_fake_runtime.ts";
 
 const SECRET = "sk-test-5e1f0c9a7b3d";
 const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -290,22 +289,7 @@ test("a collector that is down: runs go on, one warning (not one per export), ea
 
 test("sessions: a prewarmed sandbox's start is a trace of its own, linked from its first run; a run's own start is its child", async () => {
   const receiver = await startOtlpReceiver();
-  const sessions = new SessionManager({
-    runtime: () => Promise.resolve(fakeRuntime()),
-    image: "none",
-    limits: { memory: "64m", pids: 8 },
-    command: ["python3", "-c", "pass"],
-    bootstrap: () => ({
-      type: "bootstrap",
-      main: "",
-      modules: {},
-      packages: [],
-      config: { max_output: 1024, servers: [] },
-    }),
-    rpc: () => Promise.resolve(null),
-    maxOutput: 1024,
-    idleTimeout: 300,
-  });
+  const sessions = fakeSessions(fakeRuntime());
   try {
     await traced(receiver, async () => {
       sessions.prewarm("warm");

@@ -1,8 +1,8 @@
 /**
  * Section "tracing" (issue 31): what traces cost a run. Three serves from source on podman, alike but for
  * tracing: off, on with a live OTLP/HTTP receiver (in this process, decoding what the real exporter sends),
- * and on with the collector down (a port nothing listens on). They take turns, round by round, so load
- * on the machine falls on all three alike. Figures: warm `print(1)` and 100 gathered echo calls
+ * and on with the collector down (a port nothing listens on). They take turns, run by run, so load on
+ * the machine falls on all three alike. Figures: warm `print(1)` and 100 gathered echo calls
  * (server-everything), p50 per serve; the baseline is tracing off in the same run.
  *
  * With CODEMODE_BENCH_BEFORE=<a checkout of the code before tracing, with node_modules>, a fourth serve
@@ -27,8 +27,8 @@ import {
   works,
 } from "./bench_harness.ts";
 
-/** Rounds, and per round and serve: print(1) runs and gathered-echo runs. */
-export const counts = { rounds: 6, prints: 15, gathers: 3 };
+/** Per serve: print(1) runs, and runs of 100 gathered echo calls (one every prints/gathers prints). */
+export const counts = { prints: 120, gathers: 24 };
 
 const GATHER = `import asyncio
 r = await asyncio.gather(*[mcp_everything.echo(message=str(i)) for i in range(100)])
@@ -89,11 +89,11 @@ export async function benchTracing(): Promise<SectionResult> {
       await served.run(code);
       return performance.now() - start;
     };
-    for (let round = 0; round < counts.rounds; round++) {
-      for (const [i, served] of serves.entries()) {
-        for (let n = 0; n < counts.prints; n++) times[i].print.push(await timed(served, "print(1)"));
-        for (let n = 0; n < counts.gathers; n++) times[i].gather.push(await timed(served, GATHER));
-      }
+    // Run by run in turn, so a burst of load on the machine falls on every serve alike.
+    for (let n = 0; n < counts.prints; n++) {
+      for (const [i, served] of serves.entries()) times[i].print.push(await timed(served, "print(1)"));
+      if (n % (counts.prints / counts.gathers) !== 0) continue;
+      for (const [i, served] of serves.entries()) times[i].gather.push(await timed(served, GATHER));
     }
   } finally {
     await Promise.all(serves.map((s) => s.close().catch(() => {})));
@@ -132,8 +132,8 @@ export async function benchTracing(): Promise<SectionResult> {
     }
   }
   result.notes.push(
-    `${counts.rounds} rounds; per round and serve ${counts.prints} print(1) and ${counts.gathers} runs of ` +
-      "100 gathered server-everything echo calls; the serves take turns, serve from source on podman",
+    `per serve ${counts.prints} print(1) and ${counts.gathers} runs of 100 gathered server-everything echo ` +
+      "calls, the serves taking turns run by run; serve from source on podman",
     `the live receiver got ${receiver.spans.length} spans in ${receiver.requests} export requests`,
     before ? `"before tracing" ran from ${before}` : "tracing off against the code before tracing: set " +
       "CODEMODE_BENCH_BEFORE to a checkout of it (with node_modules) to measure it in the same run",

@@ -196,11 +196,7 @@ export function sandboxApi(
   type Method = (params: Record<string, unknown>, context: RpcContext, view: ServerView) => Promise<unknown>;
   const methods: Record<string, Method> = {
     call_tool(params, context, view) {
-      const attributes = { [ATTR.mcpMethod]: "tools/call", [ATTR.operation]: "execute_tool" };
-      return inSpan("tools/call", attributes, (span) => callTool(params, context, view, span), {
-        kind: "client",
-        toolCall: true,
-      });
+      return inSpan("tools/call", TOOL_CALL, (span) => callTool(params, context, view, span), TOOL_CALL_SPAN);
     },
     list_servers(_params, _context, view) {
       return Promise.resolve(allowedServers(view).map((name) => publicServer(name, view.pool.spec(name))));
@@ -289,6 +285,10 @@ export function sandboxApi(
     return await serve(params, context, extensions.view?.(context.session) ?? base);
   };
 }
+
+/** What every tool call's span starts with (the MCP conventions' client span of a tools/call). */
+const TOOL_CALL = { [ATTR.mcpMethod]: "tools/call", [ATTR.operation]: "execute_tool" };
+const TOOL_CALL_SPAN = { kind: "client", toolCall: true } as const;
 
 /** Finds a server by name or by its Python alias. */
 function resolveServer(pool: ToolCaller, name: string): string | undefined {

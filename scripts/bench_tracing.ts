@@ -9,6 +9,7 @@
  * runs from there and tracing off is compared with it too (target ≤ 1.05x).
  * @module
  */
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startOtlpReceiver } from "../tests/integration/_otlp_receiver.ts";
 import {
@@ -33,6 +34,12 @@ export const counts = { prints: 120, gathers: 24 };
 const GATHER = `import asyncio
 r = await asyncio.gather(*[mcp_everything.echo(message=str(i)) for i in range(100)])
 len(r)`;
+
+/** CPU time (user and system, ms) the process `pid` has used so far, from /proc (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 
 /** `fn`, tried up to three times (a runtime detection that timed out is tried again by the next run). */
 async function retried<T>(fn: () => Promise<T>): Promise<T> {
@@ -68,6 +75,9 @@ export async function benchTracing(): Promise<SectionResult> {
   const homes: string[] = [];
   const serves: Served[] = [];
   const times = kinds.map(() => ({ print: [] as number[], gather: [] as number[] }));
+  // The serve's own CPU time during its runs: where tracing's work is done, and steadier than wall time
+  // on a busy machine (the sandbox, the upstream server and the client are other processes).
+  const cpu = kinds.map(() => ({ print: 0, gather: 0 }));
   try {
     // One after another, each warm before the next starts: detecting podman on a busy machine is slow.
     for (const kind of kinds) {
@@ -84,16 +94,18 @@ export async function benchTracing(): Promise<SectionResult> {
       await retried(() => served.run("print(1)"));
       await served.run(GATHER);
     }
-    const timed = async (served: Served, code: string) => {
-      const start = performance.now();
-      await served.run(code);
-      return performance.now() - start;
+    const timed = async (i: number, key: "print" | "gather") => {
+      const served = serves[i];
+      const [start, cpuStart] = [performance.now(), cpuMs(served.pid)];
+      await served.run(key === "print" ? "print(1)" : GATHER);
+      times[i][key].push(performance.now() - start);
+      cpu[i][key] += cpuMs(served.pid) - cpuStart;
     };
     // Run by run in turn, so a burst of load on the machine falls on every serve alike.
     for (let n = 0; n < counts.prints; n++) {
-      for (const [i, served] of serves.entries()) times[i].print.push(await timed(served, "print(1)"));
+      for (const i of serves.keys()) await timed(i, "print");
       if (n % (counts.prints / counts.gathers) !== 0) continue;
-      for (const [i, served] of serves.entries()) times[i].gather.push(await timed(served, GATHER));
+      for (const i of serves.keys()) await timed(i, "gather");
     }
   } finally {
     await Promise.all(serves.map((s) => s.close().catch(() => {})));
@@ -128,6 +140,36 @@ export async function benchTracing(): Promise<SectionResult> {
         baseline: offBaseline,
         goal: within(1.2),
         note: p95(measured[key]),
+      }));
+    }
+  }
+  for (
+    const [metric, key, runs] of [
+      ["serve CPU per warm print(1)", "print", counts.prints],
+      ["serve CPU per run of 100 gathered echo calls", "gather", counts.gathers],
+    ] as const
+  ) {
+    const offCpu = cpu[0][key] / runs;
+    if (before) {
+      result.rows.push(row({
+        section: "tracing",
+        metric: `${metric}, tracing off`,
+        value: offCpu,
+        unit: "ms",
+        baseline: { label: "before tracing", value: cpu[kinds.length - 1][key] / runs },
+        note: `mean over ${runs} runs`,
+      }));
+    }
+    for (const [i, kind] of [[1, "on, live receiver"], [2, "on, collector down"]] as const) {
+      result.rows.push(row({
+        section: "tracing",
+        metric: `${metric}, tracing ${kind}`,
+        value: cpu[i][key] / runs,
+        unit: "ms",
+        baseline: { label: "tracing off", value: offCpu },
+        note: `mean over ${runs} runs; +${
+          ((cpu[i][key] / runs - offCpu) * 1000 / (key === "print" ? 1 : 100)).toFixed(0)
+        } µs per ${key === "print" ? "run" : "call"}`,
       }));
     }
   }

@@ -40,6 +40,10 @@ import { AddedServers } from "./host_api/added_servers.ts";
 import { type RegistrySide, registrySide } from "./host_api/registry_api.ts";
 import { redact, secretsOf } from "./upstream/redact.ts";
 import { ATTR, exportTarget, inSpan, startTracing, stopTracing } from "./observe/trace.ts";
+import { resolveNodeId } from "./serve/node_id.ts";
+
+/** Tools per server in the state a serve publishes for the dashboard (`toolCount` says how many there are). */
+const STATE_TOOLS = 200;
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -98,7 +102,7 @@ export class Codemode {
   #stopApprovals?: () => void;
   /** The MCP server of each client session, for the clients' names in the published state. */
   #clients = new Map<string, McpServer>();
-  #serving: { transport: "stdio" | "http"; url?: string; startedAt: Date } | undefined;
+  #serving: { transport: "stdio" | "http"; url?: string; node?: string; startedAt: Date } | undefined;
 
   private constructor(options: CodemodeOptions, discovery: Discovery) {
     this.#options = options;
@@ -111,8 +115,12 @@ export class Codemode {
       if (!verdict.ok) log.info("server refused by policy", { server: spec.name, reason: verdict.reason });
       return verdict.ok;
     });
-    this.oauth = new OAuthClients(this.settings.stateDir);
-    this.pool = new UpstreamPool(this.servers, { auth: (spec) => this.oauth.forServer(spec) });
+    this.oauth = new OAuthClients(this.settings.stateDir, this.settings.oauthDir);
+    this.pool = new UpstreamPool(this.servers, {
+      auth: (spec) => this.oauth.forServer(spec),
+      // A server whose tools changed is listed again and re-indexed (debounced, capped in rate).
+      onToolsChanged: (server) => this.catalog.toolsChanged(server),
+    });
     this.catalog = new ToolCatalog(this.servers, (spec) => catalogListing(this.pool, spec), {
       stateDir: this.settings.stateDir,
       skillLister: (spec) => this.pool.listSkills(spec.name),
@@ -156,7 +164,11 @@ export class Codemode {
           skillDocs: () => this.catalog.skillDocs(),
           toolDocs: (server) => this.#toolDocs(server),
         },
-        { view: (session) => this.added.view(session), methods: this.registry.methods },
+        {
+          view: (session) => this.added.view(session),
+          methods: this.registry.methods,
+          unplanned: this.settings.planUnplanned,
+        },
       ),
       maxOutput: s.maxOutput,
       maxDisplay: s.maxDisplay,
@@ -193,16 +205,17 @@ export class Codemode {
   async #trace(): Promise<void> {
     const target = exportTarget(this.settings.otlpEndpoint, process.env);
     if (!target) return;
-    const secrets = [...new Set(this.servers.flatMap((spec) => secretsOf(spec)))].sort((a, b) =>
-      b.length - a.length
-    );
+    const configured = this.servers.flatMap((spec) => secretsOf(spec));
+    // Servers a session added from a registry bring secrets of their own (the values a person filled in).
+    const secrets = () =>
+      [...new Set([...configured, ...this.added.secrets()])].sort((a, b) => b.length - a.length);
     await startTracing({
       url: target.url,
       env: process.env,
       content: this.settings.traceContent,
       version: this.#options.version,
-      node: hostname().toLowerCase(),
-      redact: (text) => redact(text, secrets),
+      node: nodeIdOf(this.settings.nodeId),
+      redact: (text) => redact(text, secrets()),
     });
   }
 
@@ -211,7 +224,12 @@ export class Codemode {
    * they still hold.
    */
   runtime(): Promise<RuntimePlugin> {
-    this.#choice ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes(), this.detections);
+    this.#choice ??= selectRuntime(
+      this.settings.runtime,
+      this.#options.plugins.runtimes(),
+      this.detections,
+      this.settings.isolation,
+    );
     this.#choice.catch(() => (this.#choice = undefined));
     return this.#choice.then((choice) => {
       this.#runtimeInUse = choice.runtime.name;
@@ -247,6 +265,7 @@ export class Codemode {
     return {
       max_output: this.settings.maxOutput,
       max_display: this.settings.maxDisplay,
+      precheck: this.settings.precheck,
       servers: [
         ...this.servers.map((s) => ({
           name: s.name,
@@ -355,10 +374,14 @@ export class Codemode {
     return server;
   }
 
-  /** Starts publishing stats and activity as a serve of `transport` (at `url`, for HTTP); once per process. */
-  serving(info: { transport: "stdio" | "http"; url?: string }): void {
+  /**
+   * Starts publishing stats and activity as a serve of `transport` (at `url`, as fleet node `node`, for
+   * HTTP); once per process.
+   */
+  serving(info: { transport: "stdio" | "http"; url?: string; node?: string }): void {
     if (this.#serving) {
       if (info.url) this.#serving.url = info.url;
+      if (info.node) this.#serving.node = info.node;
       return;
     }
     this.#serving = { ...info, startedAt: new Date() };
@@ -380,12 +403,13 @@ export class Codemode {
 
   /** What this process publishes about itself for the dashboard. */
   async serveState(): Promise<ServeState> {
-    const index = new Map(this.catalog.status().map((s) => [s.server, s.state]));
+    const statuses = new Map(this.catalog.status().map((s) => [s.server, s]));
     return {
       pid: process.pid,
       version: this.#options.version,
       transport: this.#serving?.transport ?? "stdio",
       ...(this.#serving?.url ? { url: this.#serving.url } : {}),
+      ...(this.#serving?.node ? { node: this.#serving.node } : {}),
       startedAt: (this.#serving?.startedAt ?? new Date()).toISOString(),
       cwd: process.cwd(),
       ...(this.#runtimeInUse ? { runtime: this.#runtimeInUse } : {}),
@@ -402,11 +426,17 @@ export class Codemode {
           state: status.state,
           ...(status.error ? { error: status.error } : {}),
           restarts: status.restarts,
-          ...(index.has(spec.name) ? { index: index.get(spec.name) } : {}),
-          tools: this.catalog.docs(spec.name).map((d) => ({
+          ...(statuses.has(spec.name) ? { index: statuses.get(spec.name)!.state } : {}),
+          // Published twice a second: a server's thousands of tools must not make every publish heavy.
+          tools: this.catalog.docs(spec.name).slice(0, STATE_TOOLS).map((d) => ({
             name: d.tool,
             ...(d.description ? { description: d.description.slice(0, 300) } : {}),
+            ...(d.addedAt ? { addedAt: d.addedAt } : {}),
           })),
+          toolCount: this.catalog.docs(spec.name).length,
+          ...(statuses.get(spec.name)?.problems.length
+            ? { problems: statuses.get(spec.name)!.problems }
+            : {}),
         };
       }),
       policy: {
@@ -479,7 +509,7 @@ async function openSkills(options: CodemodeOptions): Promise<SkillStore | undefi
   try {
     const { SkillStore } = await import("./skills/store.ts");
     const store = await SkillStore.open({
-      roots: skillRoots({ cwd: options.cwd, dirs: settings.skillDirs }),
+      roots: skillRoots({ cwd: options.cwd, dirs: settings.skillDirs, userDir: settings.skillsDir }),
       mode: settings.skills,
     });
     for (const d of store.diagnostics()) log.info("skill problem", { path: d.path, message: d.message });
@@ -490,12 +520,21 @@ async function openSkills(options: CodemodeOptions): Promise<SkillStore | undefi
   }
 }
 
+/** The node id spans carry: CODEMODE_NODE_ID, else the host name (as serve --http's session ids say). */
+function nodeIdOf(configured: string | undefined): string {
+  try {
+    return resolveNodeId(configured);
+  } catch {
+    return hostname().toLowerCase();
+  }
+}
+
 /** A server's tools listed for the catalog, in a span of its own (an upstream start nests under it). */
 function catalogListing(pool: UpstreamPool, spec: ServerSpec) {
   return inSpan("catalog.list", { [ATTR.server]: spec.name }, async (span) => {
-    const tools = await pool.listTools(spec.name);
-    span.set({ "codemode.tools": tools.length });
-    return tools;
+    const listing = await pool.listing(spec.name);
+    span.set({ "codemode.tools": listing.tools.length, "codemode.tools.left_out": listing.problems.length });
+    return listing;
   });
 }
 

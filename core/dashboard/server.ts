@@ -25,6 +25,8 @@ import type { SkillsView } from "./skills.ts";
 /** The body of `GET /healthz`: liveness and a few counts, nothing private. */
 export interface HealthBody {
   status: "ok";
+  /** The fleet node id of a serve --http (CODEMODE_NODE_ID). */
+  node?: string;
   version: string;
   uptimeSeconds: number;
   /** The sandbox runtime in use (podman, docker, ...), or null before one was selected. */

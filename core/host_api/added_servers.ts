@@ -57,8 +57,13 @@ export class SessionServers implements ServerView {
   constructor(options: AddedServersOptions) {
     this.#configured = options.configured;
     // npx may first download the package: the run's own timeout is the real bound.
-    this.#upstream = new UpstreamPool([], { startTimeoutMs: options.startTimeoutMs ?? 120_000 });
-    this.#catalog = new ToolCatalog([], (spec) => this.#upstream.listTools(spec.name), {
+    this.#upstream = new UpstreamPool([], {
+      startTimeoutMs: options.startTimeoutMs ?? 120_000,
+      // As for configured servers: a server whose tools changed is listed again and re-indexed.
+      onToolsChanged: (server) => this.#catalog.toolsChanged(server),
+    });
+    // The listing with its problems (tools left out by the caps), as for configured servers.
+    this.#catalog = new ToolCatalog([], (spec) => this.#upstream.listing(spec.name), {
       stateDir: options.stateDir,
     });
     const configured = options.configured;
@@ -162,7 +167,7 @@ export class SessionServers implements ServerView {
     if (server !== undefined && this.#added.has(server)) return this.#catalog.search(query, options);
     const configured = await this.#configured.docs.search(query, options);
     if (server !== undefined || !this.#added.size) return configured;
-    const added = this.#catalog.search(query, options);
+    const added = await this.#catalog.search(query, options);
     const limit = options.limit ?? 10;
     return [...configured, ...added].sort((a, b) => b.score - a.score).slice(0, limit);
   }
@@ -206,6 +211,11 @@ export class AddedServers {
         tools: servers.docs.docs(a.alias).length,
       }))
     );
+  }
+
+  /** The secrets in every session's added servers' configurations (kept out of what leaves the host). */
+  secrets(): string[] {
+    return [...this.#sessions.values()].flatMap((servers) => servers.secrets());
   }
 
   /** The servers `session` added, as its sandbox's first frame lists them. */

@@ -4,9 +4,11 @@
  * The policy applies here: refused servers and tools are left out of every listing and search, and
  * naming one raises PermissionError saying which rule refused it. Calls the policy says the user must
  * approve wait for the run's approver; calls a dry run marks are made only when the tool's own
- * annotations say it is read-only, and recorded otherwise. A session that added servers from a registry
- * sees them beside the configured ones (its own view); no other session does. Each tool call is a span
- * of the run's trace, and its context alone goes upstream as the request's `_meta.traceparent`.
+ * annotations say it is read-only, and recorded otherwise; inside a plan (plan_api.ts) only the calls the
+ * user approved go out. A session that added servers from a registry sees them beside the configured ones
+ * (its own view: in calls, docs, stubs, the pre-run check and plan questions); no other session does. Each
+ * tool call is a span of the run's trace, and its context alone goes upstream as the request's
+ * `_meta.traceparent`.
  * @module
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
@@ -16,11 +18,19 @@ import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
 import { redact, redactArguments, secretsOf } from "../upstream/redact.ts";
 import { pythonErrorType, type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
 import { summarizeArguments } from "./approvals.ts";
+import type { PlannedCall } from "./dry_run.ts";
 import { recordToolCall, type ToolCallRecord, traceToolResult } from "./tool_call_activity.ts";
 import { ATTR, inSpan, type TraceContext, type TraceSpan } from "../observe/trace.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
+import { jsonSize } from "../upstream/tool_caps.ts";
+import { checkCalls, findServer, findTool } from "./check.ts";
+import { serverStub, toolStub } from "../catalog/stubs.ts";
+import { planMethods } from "./plan_api.ts";
+
+/** Characters of full docs one `search_tool_docs(detail="full")` reply carries at most. */
+export const FULL_HITS_BUDGET = 4 * 1024 * 1024;
 
 export type { RpcMethod } from "./skills_api.ts";
 
@@ -55,12 +65,14 @@ export interface ServerView {
   secrets?(): string[];
 }
 
-/** What the API serves beyond the configured servers. */
-export interface ApiExtensions {
+/** What the API serves beyond the configured servers, and how plans treat calls they did not list. */
+export interface ApiOptions {
   /** The view of a session that added servers; undefined: the configured servers alone. */
   view?: (session: string) => ServerView | undefined;
   /** More methods, served with the same dispatch (e.g. the registry's, registry_api.ts). */
   methods?: Record<string, RpcMethod>;
+  /** A call in an approved plan's block that the plan did not list: refused (default) or asked about. */
+  unplanned?: "deny" | "ask";
 }
 
 /** How tool results are turned into values for Python. */
@@ -79,9 +91,11 @@ export function sandboxApi(
   codec: ResultCodec,
   policy: Policy = new Policy(),
   skills?: SkillsOptions,
-  extensions: ApiExtensions = {},
+  options: ApiOptions = {},
 ): RpcHandler {
   const base: ServerView = { pool, docs };
+  const viewOf = (context: RpcContext) => options.view?.(context.session) ?? base;
+  const unplanned = options.unplanned ?? "deny";
   // One AbortSignal per run, so counting by signal counts per run and forgets finished runs by itself.
   const callsMade = new WeakMap<AbortSignal, number>();
   const allowedServers = (view = base) => view.pool.names().filter((n) => policy.allowsServer(n).ok);
@@ -168,14 +182,27 @@ export function sandboxApi(
       const made = callsMade.get(signal) ?? 0;
       enforce(policy.allowsCall(made));
       callsMade.set(signal, made + 1);
+      const planned = { server: name, tool: tool.name, arguments: args as Record<string, unknown> };
+      const plan = params.plan === undefined ? undefined : context.plans?.get(params.plan);
+      if (params.plan !== undefined && !plan) throw new RpcError("PermissionError", "No plan runs here");
       // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
       // A planned call is not made, so it is no tool call in the activity record either.
       if (params.dry_run === true && !isReadOnly(tool.annotations)) {
-        context.plan?.({ server: name, tool: tool.name, arguments: args as Record<string, unknown> });
+        if (plan && plan.state !== "rehearsing") {
+          throw new RpcError("PermissionError", "The plan's rehearsal is over");
+        }
+        if (plan) plan.record(planned);
+        else context.plan?.(planned);
         span.set({ "codemode.planned": true });
         return null;
       }
-      const reason = policy.approvalReason(name, tool.name, tool.annotations);
+      let reason = policy.approvalReason(name, tool.name, tool.annotations);
+      if (plan && !isReadOnly(tool.annotations)) {
+        // Approved with the plan: no further question. Anything else is refused, or asked on its own.
+        if (plan.state === "approved" && plan.take(planned)) reason = undefined;
+        else if (unplanned === "ask") reason = "it is not in the plan the user approved";
+        else throw new RpcError("PermissionError", unplannedMessage(planned, plan.state));
+      }
       if (reason !== undefined) await approved(context, view, name, tool.name, args, reason);
       span.content(ATTR.toolArguments, () => redactArguments(args, allSecrets(view)));
       // The trace context sent upstream is the host's span's, whatever sandbox code put in its params.
@@ -239,6 +266,29 @@ export function sandboxApi(
       }
       return found.map(detail === "full" ? toolFull : toolSummary);
     },
+    // Python stubs of a server's tools (runtime.stubs), or of one tool with its signature (help()).
+    async stubs(params, _context, view) {
+      const name = server(view, params);
+      const docs = await toolDocs(view, name);
+      if (typeof params.tool !== "string" || !params.tool) return { text: serverStub(name, docs) };
+      const wanted = params.tool;
+      const doc = docs.find((d) => d.tool === wanted) ?? docs.find((d) => pythonAlias(d.tool) === wanted);
+      if (!doc) {
+        await resolveTool(view.pool, policy, name, wanted); // raises PermissionError when the policy hid it
+        throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
+      }
+      return toolStub(doc);
+    },
+    // The pre-run check (check.ts) against this session's servers; a program that adds servers is
+    // checked against the configured ones alone (what it adds may replace what the session had).
+    check_calls(params, _context, view) {
+      const servers = params.adds_servers === true ? base : view;
+      return checkCalls(params, {
+        names: () => servers.pool.names(),
+        listTools: (n) => servers.pool.listTools(n),
+        policy,
+      });
+    },
     async search_tool_docs(params, _context, view) {
       const docs = view.docs;
       const query = String(params.query ?? "").trim();
@@ -257,11 +307,26 @@ export function sandboxApi(
         ? await docs.search(query, { limit, server: serverName })
         : (await docs.search(query, { limit: 100, server: serverName })).filter(visible).slice(0, limit);
       const full = params.detail === "full";
+      let budget = FULL_HITS_BUDGET;
       return hits.map((hit) => {
         if (hit.kind === "skill") return hit;
         const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
-        const detail = full && doc ? toolFull(doc) : { alias: pythonAlias(hit.tool) };
-        return { ...hit, ...detail, description: hit.description, score: hit.score };
+        const summary = { ...hit, alias: pythonAlias(hit.tool) };
+        if (!full || !doc) return summary;
+        // Full docs of up to 100 hits could outgrow a frame: each goes in while the reply has room.
+        const detail = toolFull(doc);
+        const size = jsonSize(detail);
+        if (size > budget) {
+          return {
+            ...summary,
+            skipped: `its full doc (${size} characters) does not fit in this reply: ` +
+              `query_tool_docs(${JSON.stringify(hit.server)}, ${
+                JSON.stringify(hit.tool)
+              }, detail="full") has it`,
+          };
+        }
+        budget -= size;
+        return { ...summary, ...detail, description: detail.description, score: hit.score };
       });
     },
   };
@@ -275,14 +340,17 @@ export function sandboxApi(
     resolveServer: (name) => server(base, { name }, "name"),
     allowedServers: () => allowedServers(),
   });
-  const more = extensions.methods ?? {};
+  const more: Record<string, RpcMethod> = {
+    ...options.methods,
+    ...planMethods({ secrets: (context) => allSecrets(viewOf(context)) }),
+  };
 
   return async (method, params, context) => {
     if (Object.hasOwn(skillApi, method)) return await skillApi[method](params, context);
     if (Object.hasOwn(more, method)) return await more[method](params, context);
     const serve = Object.hasOwn(methods, method) ? methods[method] : undefined;
     if (!serve) throw new RpcError("NotImplementedError", `Unknown host method "${method}"`);
-    return await serve(params, context, extensions.view?.(context.session) ?? base);
+    return await serve(params, context, viewOf(context));
   };
 }
 
@@ -292,8 +360,7 @@ const TOOL_CALL_SPAN = { kind: "client", toolCall: true } as const;
 
 /** Finds a server by name or by its Python alias. */
 function resolveServer(pool: ToolCaller, name: string): string | undefined {
-  const names = pool.names();
-  return names.includes(name) ? name : names.find((n) => pythonAlias(n) === name);
+  return findServer(pool.names(), name);
 }
 
 /**
@@ -303,7 +370,7 @@ function resolveServer(pool: ToolCaller, name: string): string | undefined {
 async function resolveTool(pool: ToolCaller, policy: Policy, server: string, tool: string): Promise<Tool> {
   if (!tool) throw new RpcError("ValueError", "A tool name is required");
   const tools = await pool.listTools(server);
-  const match = tools.find((t) => t.name === tool) ?? tools.find((t) => pythonAlias(t.name) === tool);
+  const match = findTool(tools, tool, (t) => policy.allowsTool(server, t.name, t.annotations).ok);
   if (match) {
     enforce(policy.allowsTool(server, match.name, match.annotations));
     return match;
@@ -315,6 +382,15 @@ async function resolveTool(pool: ToolCaller, policy: Policy, server: string, too
       available.map((t) => pythonAlias(t.name)).join(", ") || "none"
     }`,
   );
+}
+
+/** Why a call in a plan's block was refused: not among the approved calls (or none were approved). */
+function unplannedMessage(call: PlannedCall, state: string): string {
+  const id = `"${call.server}/${call.tool}"`;
+  if (state !== "approved") return `Call to ${id} refused: the plan is not approved`;
+  return `Call to ${id} refused: it is not in the plan the user approved (or was already made as often as ` +
+    "approved); calls that change anything must be the plan's, with the same arguments " +
+    "(CODEMODE_PLAN_UNPLANNED=ask asks about such calls instead)";
 }
 
 /** Raises a refusal in the sandbox as PermissionError. */

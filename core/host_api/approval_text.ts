@@ -1,6 +1,7 @@
 /**
- * The words of an approval question: the text a person reads, how refusals name the request, and the
- * arguments of a call as a person reads them (clipped, configured secrets redacted).
+ * The words of an approval question: the text a person reads (a call's, a plan's, or the opening lines
+ * another kind of request brings), how refusals name the request, and the arguments of a call as a person
+ * reads them (clipped, configured secrets redacted before anything is cut).
  * @module
  */
 import { redact } from "../upstream/redact.ts";
@@ -16,11 +17,26 @@ export interface QuestionParts {
   subject?: string;
 }
 
+/** What a plan's question (kind "plan", runtime.plan) shows besides its calls' lines. */
+export interface PlanSummary {
+  /** What the program says the plan does: its own words, shown quoted, redacted and cut. */
+  description: string;
+  /** How many calls its rehearsal recorded. */
+  calls: number;
+}
+
 /** Most characters of one argument's value, and of the whole summary, a question shows. */
 export const SUMMARY_LIMITS = { value: 200, total: 800 } as const;
 
-/** The text a person reads: who wants to call what, with which arguments, why we ask, and for how long. */
+/**
+ * The text a person reads: who wants to call what, with which arguments (or the request's own opening
+ * lines), why we ask, and for how long. A plan's opening lines already say why it asks.
+ */
 export function questionText(request: QuestionParts, timeoutSeconds: number): string {
+  const wait = `No answer within ${duration(timeoutSeconds)} counts as declined.`;
+  if (request.kind === "plan") {
+    return [request.text ?? request.summary, `Approve the plan? ${wait}`].join("\n");
+  }
   const call = isCall(request);
   return [
     ...call
@@ -30,9 +46,23 @@ export function questionText(request: QuestionParts, timeoutSeconds: number): st
       ]
       : [request.text ?? request.summary],
     `Asked because ${request.reason}.`,
-    `Approve ${call ? "this call" : "this"}? No answer within ${
-      duration(timeoutSeconds)
-    } counts as declined.`,
+    `Approve ${call ? "this call" : "this"}? ${wait}`,
+  ].join("\n");
+}
+
+/** A plan's opening lines: what the program says it does, and every call (`lines`) it will make. */
+export function planText(plan: PlanSummary, lines: string): string {
+  const n = plan.calls;
+  return [
+    `Sandbox code asks you to approve a plan: "${plan.description}".`,
+    n
+      ? `If you approve, it will make ${
+        n === 1 ? "this call" : `these ${n} calls`
+      } (tools annotated read-only run without being asked about):`
+      : "It makes no call that could change anything (tools annotated read-only run without being asked about):",
+    lines,
+    "Only these calls will go out, without further questions; any other call that could change something " +
+    "is refused. The block's other steps run again too.",
   ].join("\n");
 }
 
@@ -62,6 +92,11 @@ export function summarizeArguments(args: Record<string, unknown>, secrets: reado
     `${clip(name, secrets, 60)}=${clip(jsonText(value), secrets, SUMMARY_LIMITS.value)}`
   );
   return clip(pairs.join(", "), secrets, SUMMARY_LIMITS.total);
+}
+
+/** `text` with every configured secret redacted, then cut to `max` characters (for text a person reads). */
+export function redactedText(text: string, secrets: readonly string[], max: number): string {
+  return clip(text, secrets, max);
 }
 
 /**

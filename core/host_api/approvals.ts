@@ -7,21 +7,23 @@
  * can answer elsewhere (a dashboard page shows this process): then the question waits for that answer.
  * Sandbox code never reaches the broker: it only sees the answer to its call.
  *
- * A tool call is the default kind of question; other requests (adding a server) bring their own text,
- * the scopes a person may choose and the values they fill in (`kind`, `text`, `scopes`, `fields`), and
- * get the chosen scope and those values in the answer. Only tool calls are remembered for the session.
+ * A tool call is the default kind of question; other requests (adding a server, a plan of calls) bring
+ * their own text, the scopes a person may choose and the values they fill in (`kind`, `text`, `scopes`,
+ * `fields`), and get the chosen scope and those values in the answer. Only tool calls are remembered for
+ * the session.
  * @module
  */
 import { randomUUID } from "node:crypto";
 import { log } from "../observe/log.ts";
 import { stats } from "../observe/stats.ts";
-import { isCall, questionText, subjectOf } from "./approval_text.ts";
+import { isCall, type PlanSummary, questionText, subjectOf } from "./approval_text.ts";
 
-export { questionText, summarizeArguments, SUMMARY_LIMITS } from "./approval_text.ts";
+export { planText, questionText, redactedText, summarizeArguments, SUMMARY_LIMITS } from "./approval_text.ts";
+export type { PlanSummary } from "./approval_text.ts";
 
 /** A request waiting for the user's approval (a tool call unless `kind` says otherwise). */
 export interface ApprovalRequest {
-  /** What is asked about: "call" (the default) or another kind, such as "add_server". */
+  /** What is asked about: "call" (the default) or another kind: "add_server", "plan". */
   kind?: string;
   server: string;
   /** The tool of a call; for other kinds, what the request is about (e.g. the registry name). */
@@ -34,12 +36,17 @@ export interface ApprovalRequest {
   text?: string;
   /** Kinds other than a call: how refusals name the request (`Adding "x"`). */
   subject?: string;
-  /** The scopes a person may choose, the first being the default (a call: once, or the session). */
+  /**
+   * The scopes a person may choose, the first being the default (a call: once, or the session); none
+   * (an empty list) when the answer is for this request only.
+   */
   scopes?: readonly ApprovalScope[];
   /** Values the person fills in (e.g. a server's secret); they reach the requester, never sandbox code. */
   fields?: readonly ApprovalField[];
   /** "deny": when nobody can be asked, refuse whatever CODEMODE_CONFIRM_FALLBACK says. */
   fallback?: "deny";
+  /** A plan's question (kind "plan"): its description and how many calls `summary` lists. */
+  plan?: PlanSummary;
 }
 
 /** One scope a person may choose. */
@@ -368,7 +375,7 @@ export class ApprovalBroker {
       requestId,
       fallback: this.options.fallback,
     });
-    const id = `"${request.server}/${request.tool}"`;
+    const id = isCall(request) ? `"${request.server}/${request.tool}"` : subjectOf(request);
     if (allow) {
       return {
         approved: true,

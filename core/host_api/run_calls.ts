@@ -1,14 +1,15 @@
 /**
  * What one run's calls into the host share: the context every call is served with (built once per run,
  * since calls are the hot path), approvals asked with the run's clock stopped (each wait a span of the
- * run's trace, under the call it is about), the calls a dry run planned, and the notes calls leave for
- * the result.
+ * run's trace, under the call it is about), the calls a dry run planned, the run's plans (runtime.plan),
+ * and the notes calls leave for the result.
  * @module
  */
 import type { RunResult } from "../contracts/output.ts";
 import type { ApprovalAnswer, ApprovalRequest, Approver } from "./approvals.ts";
 import { ATTR, inSpan } from "../observe/trace.ts";
 import { PlannedCalls } from "./dry_run.ts";
+import { RunPlans } from "./plans.ts";
 import type { RpcContext } from "./rpc.ts";
 import type { RunClock } from "./run_clock.ts";
 
@@ -34,6 +35,7 @@ export class RunCalls {
         : {}),
       plan: (call) => this.#planned.add(call),
       note: (text) => void this.#notes.add(text),
+      plans: new RunPlans(),
     };
   }
 
@@ -53,7 +55,12 @@ export class RunCalls {
 
 /** Waits for a person's answer in a span of its own: what was asked (never the arguments) and the outcome. */
 function approvalWait(request: ApprovalRequest, ask: () => Promise<ApprovalAnswer>): Promise<ApprovalAnswer> {
-  const asked = { "codemode.approval.kind": request.kind ?? "call", [ATTR.server]: request.server };
+  const asked = {
+    "codemode.approval.kind": request.kind ?? "call",
+    [ATTR.server]: request.server,
+    // A plan's question: how many calls it puts to the person (never their arguments or its description).
+    "codemode.approval.calls": request.plan?.calls,
+  };
   return inSpan("approval.wait", { ...asked, "codemode.approval.subject": request.tool }, async (span) => {
     const answer = await ask();
     span.set({ "codemode.approval.outcome": answer.outcome, "codemode.approval.scope": answer.scope });

@@ -175,6 +175,30 @@ export class CodemodeMetrics {
     });
   }
 
+  /**
+   * Names this process's fleet node: `codemode_node_info{node}` is always 1 (join it to other series by
+   * instance), `codemode_node_ready{node}` is 1 while the node takes new sessions. Once per process.
+   */
+  describeNode(node: string, ready: () => boolean): void {
+    if (this.registry.getSingleMetric("codemode_node_info")) return;
+    const registers = [this.registry];
+    new Gauge({
+      name: "codemode_node_info",
+      help: "This serve --http node's id (CODEMODE_NODE_ID) as a label; always 1",
+      labelNames: ["node"],
+      registers,
+    }).set({ node }, 1);
+    new Gauge({
+      name: "codemode_node_ready",
+      help: "1 while this node takes new sessions (/readyz answers 200), 0 while it drains or is full",
+      labelNames: ["node"],
+      registers,
+      collect() {
+        this.set({ node }, ready() ? 1 : 0);
+      },
+    });
+  }
+
   /** Adds prom-client's default process metrics (CPU, memory, handles, event loop) to the registry, once. */
   enableProcessMetrics(): Promise<void> {
     this.#processMetrics ??= import("prom-client").then(({ collectDefaultMetrics }) =>

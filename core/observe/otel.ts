@@ -79,6 +79,8 @@ export function createTracer(options: TracingOptions): Tracer {
         [ATTR_SERVICE_VERSION]: options.version,
         "host.name": hostname(),
         "process.pid": process.pid,
+        // The fleet node (CODEMODE_NODE_ID, else the host name): which node of a fleet a trace ran on.
+        "codemode.node": options.node,
       }))
       // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, as everywhere else.
       .merge(detectResources({ detectors: [envDetector] })),

@@ -11,6 +11,7 @@ import type { MetricObjectWithValues, MetricValue } from "prom-client";
 import { processAlive } from "../process_alive.ts";
 import { activityDir, activityFiles } from "./activity_file.ts";
 import { readPrivateFile } from "./private_files.ts";
+import type { Isolation } from "../contracts/runtime.ts";
 
 /** One client session and its sandbox. */
 export interface SessionInfo {
@@ -20,6 +21,8 @@ export interface SessionInfo {
   /** The sandbox (container) name, once it started. */
   sandbox?: string;
   runtime?: string;
+  /** What isolates the sandbox from the host: container, gvisor (runsc) or wasm (Pyodide). */
+  isolation?: Isolation;
   python?: string;
   startedAt?: string;
   lastUsedAt: string;
@@ -36,7 +39,11 @@ export interface ServerInfo {
   restarts: number;
   /** Where listing its tools for search stands: pending, cached, indexing, ready, failed. */
   index?: string;
-  tools: { name: string; description?: string }[];
+  /** Its first tools (at most 200), for the dashboard's list; `toolCount` counts them all. */
+  tools: { name: string; description?: string; addedAt?: string }[];
+  toolCount?: number;
+  /** Tools of its listing left out under codemode's caps (or kept with a caveat), and why. */
+  problems?: { tool: string; problem: string; leftOut: boolean }[];
 }
 
 /** The MCP client connected on one session, as it introduced itself. */
@@ -61,7 +68,7 @@ export interface PendingApprovalInfo {
   session: string;
   /** The run (request id) whose call waits. */
   requestId?: string;
-  /** "call" when absent; "add_server" for a server sandbox code wants to add. */
+  /** "call" when absent; "add_server" for a server sandbox code wants to add; "plan" for runtime.plan. */
   kind?: string;
   server: string;
   tool: string;
@@ -70,7 +77,7 @@ export interface PendingApprovalInfo {
   reason: string;
   /** Kinds other than a call: what the question says (e.g. the command an added server runs). */
   text?: string;
-  /** The scopes the person may choose, the first being the default. */
+  /** The scopes the person may choose, the first being the default (absent: approve or decline only). */
   scopes?: { value: string; title: string }[];
   /** Values the question asks for (names only); one that is required can be given in the client only. */
   fields?: { name: string; required: boolean }[];
@@ -78,6 +85,8 @@ export interface PendingApprovalInfo {
   expiresAt: string;
   /** Whether the MCP client was asked too; false when only the dashboard can answer. */
   client: boolean;
+  /** Set for a plan's question (runtime.plan): its description and how many calls `summary` lists. */
+  plan?: { description: string; calls: number };
 }
 
 /** A server a client session added from a registry. */
@@ -104,6 +113,8 @@ export interface ServeState {
   transport: "stdio" | "http";
   /** The MCP endpoint of an HTTP serve. */
   url?: string;
+  /** The fleet node id of an HTTP serve (CODEMODE_NODE_ID). */
+  node?: string;
   startedAt: string;
   /** The working directory (which project a client started it in). */
   cwd: string;

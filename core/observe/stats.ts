@@ -3,10 +3,12 @@
  * reason, calls into the host by method, and calls to each upstream server and tool. Counts and sums
  * live in prom-client metrics (`metrics.ts`), which `/metrics` exposes as they are; what Prometheus has
  * no place for (percentiles and the maximum of recent calls) is kept here, in one preallocated ring per
- * series. Recording is cheap (a few additions per call) because it sits on the proxied-call path;
+ * series, and so is the list of running sandboxes with their isolation (at most one per live session).
+ * Recording is cheap (a few additions per call) because it sits on the proxied-call path;
  * percentiles are computed only when a snapshot is taken.
  * @module
  */
+import type { Isolation } from "../contracts/runtime.ts";
 import { CodemodeMetrics, counterValues, histogramTotals } from "./metrics.ts";
 
 /** Latency samples kept per series; percentiles cover the most recent ones. */
@@ -78,6 +80,8 @@ export interface StatsSnapshot {
     startup: SeriesSummary;
     /** Ends by reason: idle, shutdown, timeout, cancelled, crashed, channel-failure, killed. */
     exits: Record<string, number>;
+    /** The sandboxes running now, each with the isolation it runs under. */
+    running: RunningSandbox[];
   };
   /** Calls the sandbox made into the host, by method (call_tool, search_tool_docs, ...). */
   rpc: ({ method: string } & SeriesSummary)[];
@@ -85,6 +89,14 @@ export interface StatsSnapshot {
   malformedFrames: number;
   approvals: ApprovalCounts;
   registry: RegistryCounts;
+}
+
+/** One running sandbox: its name, runtime and isolation (container, gvisor, wasm), since when. */
+export interface RunningSandbox {
+  name: string;
+  runtime: string;
+  isolation: Isolation;
+  startedAt: string;
 }
 
 /** The most recent durations of one series and the largest ever seen. */
@@ -130,6 +142,8 @@ export class Stats {
   #servers = new Map<string, { all: Recent; tools: Map<string, Recent> }>();
   /** Servers that started once, so a later start counts as a restart. */
   #started = new Set<string>();
+  /** The sandboxes running now, by name. */
+  #running = new Map<string, RunningSandbox>();
 
   /** Figures recorded into `metrics` (a fresh registry by default). */
   constructor(metrics = new CodemodeMetrics()) {
@@ -149,10 +163,11 @@ export class Stats {
     this.#runs.record(ms);
   }
 
-  /** A sandbox became ready (`ms` after its start) or failed to. */
-  sandboxLaunched(ms: number, ok = true): void {
+  /** A sandbox became ready (`ms` after its start) or failed to; `sandbox` says which, and how isolated. */
+  sandboxLaunched(ms: number, ok = true, sandbox?: Omit<RunningSandbox, "startedAt">): void {
     this.#changes++;
     if (!ok) return this.metrics.sandboxStartFailures.inc();
+    if (sandbox) this.#running.set(sandbox.name, { ...sandbox, startedAt: new Date().toISOString() });
     this.metrics.sandboxesStarted.inc();
     this.metrics.sandboxes.inc();
     this.metrics.sandboxStartDuration.observe(ms / 1000);
@@ -160,8 +175,9 @@ export class Stats {
   }
 
   /** A launched sandbox ended. */
-  sandboxExited(reason: string): void {
+  sandboxExited(reason: string, name?: string): void {
     this.#changes++;
+    if (name) this.#running.delete(name);
     this.metrics.sandboxExits.inc({ reason });
     this.metrics.sandboxes.dec();
   }
@@ -281,6 +297,7 @@ export class Stats {
         live: Math.max(0, live.get("") ?? 0),
         startup: this.#startup.summary(startTotals.count, 0, startTotals.sum * 1000),
         exits: Object.fromEntries([...exits].sort(([a], [b]) => a.localeCompare(b))),
+        running: [...this.#running.values()],
       },
       rpc: [...this.#rpc].map(([method, recent]) => {
         const time = rpcTime.get(method) ?? { count: 0, sum: 0 };

@@ -120,6 +120,20 @@ export class SessionManager {
     return this.#entries.size;
   }
 
+  /** Whether session `key` has a run in progress (executing or waiting for a run slot). */
+  busy(key: string): boolean {
+    return (this.#entries.get(key)?.busy ?? 0) > 0;
+  }
+
+  /** Whether a new session could get a sandbox now: under the cap, or an idle one would make way. */
+  hasRoom(): boolean {
+    const max = this.#options.maxSessions;
+    if (this.#closed) return false;
+    if (max === undefined || this.#entries.size < max) return true;
+    for (const entry of this.#entries.values()) if (entry.busy === 0) return true;
+    return false;
+  }
+
   /** Runs code in the session for `key`, starting the session if needed. Throws when it can't start. */
   async run(key: string, code: string, options: RunOptions): Promise<RunResult> {
     if (this.#closed) throw new Error("codemode is shutting down");
@@ -174,6 +188,7 @@ export class SessionManager {
         ? {
           sandbox: entry.ready.name,
           runtime: entry.ready.runtime,
+          isolation: entry.ready.isolation,
           python: entry.ready.python,
           startedAt: entry.ready.startedAt?.toISOString(),
         }
@@ -457,7 +472,7 @@ function sandboxAttributes(session: SandboxSession): SpanAttributes {
   return {
     "codemode.sandbox": session.name,
     "codemode.runtime": session.runtime,
-    "codemode.isolation": session.runtime === "pyodide" ? "wasm" : "container",
+    "codemode.isolation": session.isolation,
   };
 }
 

@@ -32,6 +32,7 @@ export function pendingApprovals(broker: ApprovalBroker): PendingApprovalInfo[] 
     askedAt: a.askedAt,
     expiresAt: a.expiresAt,
     client: a.client,
+    ...(a.plan ? { plan: a.plan } : {}),
   }));
 }
 
@@ -94,6 +95,7 @@ function record(event: ApprovalEvent): void {
     tool: a.tool,
     summary: a.summary,
     reason: a.reason,
+    ...(a.plan ? { plan: a.plan } : {}),
   };
   if (event.type === "opened") {
     activity.record({ kind: "approval.asked", ...fields, client: a.client, expiresAt: a.expiresAt });

@@ -1,8 +1,8 @@
 /**
  * Approval questions as MCP elicitation: a form (`elicitation/create`, mode "form") with a boolean
- * `approve` and a `scope` of "once" or "session" (or the scopes the request offers, and a text field for
- * each value it asks for), sent as part of the `run_python` request whose code made the call, so it
- * reaches that client and, over HTTP, that session's stream and no other.
+ * `approve` and a `scope` of "once" or "session" (or the scopes the request offers, none for a plan, and a
+ * text field for each value it asks for), sent as part of the `run_python` request whose code made the
+ * call, so it reaches that client and, over HTTP, that session's stream and no other.
  * @module
  */
 import type {
@@ -47,12 +47,12 @@ export const APPROVAL_FORM: ElicitRequestFormParams["requestedSchema"] = {
 const MAX_VALUE = 4096;
 
 /**
- * The form of `question`: the call form, or one with the request's scopes and a text field per value it
- * asks for. Fields are not `required` in the schema, so a person can refuse without filling them in;
- * the requester refuses an approval that leaves a required one empty.
+ * The form of `question`: the call form, or one with the request's scopes (none: approve or not, as for a
+ * plan) and a text field per value it asks for. Fields are not `required` in the schema, so a person can
+ * refuse without filling them in; the requester refuses an approval that leaves a required one empty.
  */
 export function approvalForm(question: Pick<PendingApproval, "scopes" | "fields">): typeof APPROVAL_FORM {
-  if (!question.scopes?.length && !question.fields?.length) return APPROVAL_FORM;
+  if (question.scopes === undefined && !question.fields?.length) return APPROVAL_FORM;
   const properties: Record<string, unknown> = {
     approve: {
       type: "boolean",

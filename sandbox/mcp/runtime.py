@@ -13,7 +13,7 @@ is what the bridge returns.
 from codemode_runtime import context
 from codemode_runtime.rpc import MCPError, ToolError, mcp_error
 
-from . import _added, _dry_run, _proxy, _skills
+from . import _added, _dry_run, _plan, _proxy, _skills
 
 __all__ = [
     "MCPError",
@@ -39,6 +39,8 @@ __all__ = [
     "read_skill",
     "read_skill_sync",
     "dry_run",
+    "plan",
+    "stubs",
     "find_servers",
     "find_servers_sync",
     "add_server",
@@ -170,6 +172,15 @@ def read_skill_sync(name):
     return _rpc().call_sync("read_skill", {"name": str(name)})
 
 
+async def stubs(server, tool=None):
+    """Python stubs (.pyi text) of a server's tools: keyword-only signatures with types, TypedDicts for
+    objects, the descriptions as docstrings; with tool=..., that tool's stub alone."""
+    params = {"server": _proxy.server_name(server)}
+    if tool is not None:
+        params["tool"] = str(tool)
+    return (await _rpc().call("stubs", params))["text"]
+
+
 def dry_run():
     """A block whose tool calls are planned, not made: `async with runtime.dry_run():` (or `with`).
 
@@ -178,6 +189,19 @@ def dry_run():
     same code outside the block to make the calls for real.
     """
     return _dry_run.DryRun()
+
+
+def plan(description):
+    """A block whose calls the user approves once, as a whole: `async with runtime.plan("what it does"):`.
+
+    The block runs twice. First as a dry run: tools annotated read-only run, other calls return None and are
+    recorded. Then the user is asked one question listing every recorded call; once approved, the block
+    runs again for real and exactly those calls go out without further questions, while any other call
+    that could change something raises PermissionError. Declined: the block does not run again and the
+    `async with` raises PermissionError. Code in the block that is not a tool call (prints, files,
+    counters) runs twice; `as p` gives the plan, and `p.dry` is True during the first run.
+    """
+    return _plan.Plan(description)
 
 
 def list_loaded_server_metadata():
@@ -261,11 +285,16 @@ def capability_summary():
         "`await mcp_<alias>.<tool>(**kwargs)`, or import with `from mcp.servers.<alias> import <tool>`. "
         "Discover before calling: `from mcp import runtime`, then runtime.discovered_servers(), await "
         "runtime.search_tool_docs(query, limit=5), await runtime.query_tool_docs(server, tool=None, "
-        "detail='summary'|'full'), dir(mcp_<alias>) and help(mcp_<alias>.<tool>). A failing tool raises "
+        "detail='summary'|'full'), dir(mcp_<alias>), help(mcp_<alias>.<tool>) (a typed signature) and await "
+        "runtime.stubs(server) (the server's Python stubs). Tool calls are checked before a program runs: an "
+        "unknown server, tool or argument stops it before any call, with each finding's line and fix (a first "
+        "line `# codemode: nocheck` skips that). A failing tool raises "
         "ToolError (an MCPError, like every failed call); raw=True returns the whole MCP result. "
         "Files written to /workspace/artifacts (or runtime.save_artifact(name, data)) are sent to the client "
         "after the run. "
         "`async with runtime.dry_run():` plans calls instead of making them (read-only tools still run); "
+        "`async with runtime.plan('what it does') as p:` runs its block dry, asks the user once to approve "
+        "every call in it, then runs it again for real (p.dry is True the first time); "
         "a call the user must approve waits for them, and a refusal raises PermissionError."
         + _registry_summary()
         + _skills_summary()

@@ -362,6 +362,35 @@ print(r)
   assert.deepEqual(w.problems, []);
 });
 
+test("a plan's one question shows its description and calls on the page, and is approved there", async (w) => {
+  const { page } = w;
+  const pending = w.served.run(`# a plan approved on the page
+from mcp import runtime
+async with runtime.plan("file two notes") as p:
+    for name in ("plan-a", "plan-b"):
+        await mcp_memory.create_entities(entities=[{"name": name, "entityType": "note", "observations": []}])
+sorted(e["name"] for e in (await mcp_memory.read_graph())["entities"] if e["name"].startswith("plan-"))`);
+  await page.waitForSelector('.approvals-pending .approval[data-kind="plan"]', { timeout: 20_000 });
+  const question = await page.$eval('.approval[data-kind="plan"]', (el) => el.textContent!);
+  assert.match(question, /plan: “file two notes”/);
+  assert.match(question, /\(2 calls on memory\)/);
+  assert.match(question, /memory\/create_entities: entities=\[\{"name":"plan-a"/);
+  assert.match(question, /memory\/create_entities: entities=\[\{"name":"plan-b"/);
+  assert.equal(
+    await page.$$eval('.approval[data-kind="plan"] button[data-answer="approve"]', (b) => b.length),
+    1,
+  );
+  await page.click('.approval[data-kind="plan"] button[data-answer="approve"]');
+  const answer = await pending;
+  assert.equal(answer.isError, false, answer.text);
+  assert.equal(answer.structured.value, "['plan-a', 'plan-b']");
+  await runRow(page, "# a plan approved on the page", 3);
+  await openRun(page, "# a plan approved on the page");
+  const log = await page.$eval("tr.detail ul.approval-log", (ul) => ul.textContent!);
+  assert.match(log, /plan: “file two notes”\s*approved on the dashboard/);
+  assert.deepEqual(w.problems, []);
+});
+
 test("a server added from the registry: its question answered on the page, its find and add in the run, it is listed", async (w) => {
   const { page } = w;
   const pending = w.served.run(

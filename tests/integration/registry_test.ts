@@ -159,6 +159,23 @@ meta = {m["name"]: [t["name"] for t in m["tools"]] for m in runtime.list_loaded_
   const again = await s.run(`[e["name"] for e in (await mcp_mem.read_graph())["entities"]]`, 60);
   assert.equal(again.structured.value, "['registry-test']", again.text);
 
+  // The pre-run check knows the session's added server: a misspelt tool of it stops the run before the
+  // write above it, while the same program that adds a server (the first run) was never a finding.
+  const checked = await s.run(
+    `await mcp_mem.create_entities(entities=[{"name": "never", "entityType": "t", "observations": []}])
+await mcp_mem.read_grahp()`,
+  );
+  assert.equal(checked.isError, true);
+  const findings = checked.structured.check as { kind: string; line: number; fix: string }[];
+  assert.deepEqual(findings.map((f) => `${f.kind} ${f.line}`), ["unknown-tool 2"], checked.text);
+  assert.match(findings[0].fix, /mcp_mem\.read_graph\(/);
+  assert.doesNotMatch(readFileSync(graph, "utf8"), /never/, "nothing ran");
+  // Its stubs and help() come from the same generator as the configured servers'.
+  const typed = await s.run(`import inspect
+from mcp import runtime
+("async def create_entities(" in await runtime.stubs("mem"), str(inspect.signature(mcp_mem.create_entities)))`);
+  assert.match(String(typed.structured.value), /^\(True, '\(\*, entities: list\[/, typed.text);
+
   const removed = await s.run(`from mcp import runtime
 r = await runtime.remove_server("mem")
 try:

@@ -1,9 +1,10 @@
 /**
- * Approval requests other than a tool call (adding a server): their own question text and scopes, form
- * fields whose values reach the requester, never remembered for the session, refused without a client
- * whatever CODEMODE_CONFIRM_FALLBACK says, not answerable from a page when a value is required, and a
- * scope that was not offered ignored wherever the answer comes from. Also the add question itself: what
- * it shows (never a secret's value) and how the answer's values are checked.
+ * Approval requests other than a tool call (adding a server, a plan): their own question text and scopes,
+ * form fields whose values reach the requester, never remembered for the session, an add refused without
+ * a client whatever CODEMODE_CONFIRM_FALLBACK says, not answerable from a page when a value is required,
+ * and a scope that was not offered ignored wherever the answer comes from. Also the add question itself:
+ * what it shows (never a secret's value) and how the answer's values are checked; and a plan's
+ * approve-only form.
  */
 import assert from "node:assert/strict";
 import { ApprovalBroker, type ApprovalRequest, type PendingApproval } from "../../core/host_api/approvals.ts";
@@ -11,6 +12,7 @@ import { approvalForm, decisionOf } from "../../core/serve/elicitation.ts";
 import { answerFromInbox } from "../../core/serve/approval_activity.ts";
 import { ADD_SCOPES, addRequest, answeredValues, askedInputs } from "../../core/host_api/add_question.ts";
 import type { LaunchPlan } from "../../core/registry/launch.ts";
+import { planRequest } from "../../core/host_api/plans.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const live = () => new AbortController().signal;
@@ -156,4 +158,64 @@ Deno.test("a page can answer a request without required values, with an offered 
   await sleep(10);
   broker.answer(broker.pending()[0].id, { approve: true, scope: "forever" }, "dashboard");
   assert.equal((await again).scope, "session");
+});
+
+Deno.test("a plan is one more kind: an approve-only form, asked every time, named as the plan, answered on a page", async () => {
+  const request = planRequest({
+    description: "two notes",
+    calls: [
+      { server: "notes", tool: "add", arguments: { text: "a" } },
+      { server: "notes", tool: "add", arguments: { text: "b" } },
+    ],
+  }, []);
+  assert.equal(request.kind, "plan");
+  assert.deepEqual(request.plan, { description: "two notes", calls: 2 });
+  const form = approvalForm(request) as { properties: Record<string, unknown> };
+  assert.deepEqual(Object.keys(form.properties), ["approve"], "one answer for the whole plan");
+  assert.deepEqual(decisionOf({ action: "accept", content: { approve: true, scope: "session" } }, request), {
+    approve: true,
+    scope: undefined,
+  });
+
+  const broker = new ApprovalBroker({ timeoutSeconds: 5, fallback: "deny", watched: () => true });
+  const asked: PendingApproval[] = [];
+  const approve = broker.approver("s", "r", (q) => {
+    asked.push(q);
+    return Promise.resolve({ approve: true, scope: "session" });
+  });
+  assert.equal((await approve(request, live())).approved, true);
+  assert.equal(
+    (await approve(request, live())).outcome,
+    "approved",
+    "asked again: a plan is never remembered",
+  );
+  assert.equal(asked.length, 2);
+  assert.match(asked[0].message, /^Sandbox code asks you to approve a plan: "two notes"\./);
+  assert.match(asked[0].message, /- notes\/add: text="a"\n- notes\/add: text="b"\n/);
+  assert.match(asked[0].message, /\nApprove the plan\? No answer within 5 seconds counts as declined\.$/);
+  // A call to one of its tools is still asked about: approving the plan approved no tool for the session.
+  const call = { server: "notes", tool: "add", summary: 'text="c"', reason: "asked" };
+  let callAsked = 0;
+  const once = broker.approver("s", "r", () => {
+    callAsked++;
+    return Promise.resolve({ approve: false });
+  });
+  assert.equal((await once(call, live())).approved, false);
+  assert.equal(callAsked, 1);
+
+  // Only a page to answer: Approve (no scope) works; a scope the plan did not offer is refused.
+  const pending = broker.approver("s")(request, live());
+  await sleep(10);
+  const [open] = broker.pending();
+  assert.equal(open.kind, "plan");
+  assert.equal(
+    answerFromInbox(broker, { kind: "approval", id: open.id, answer: "approve", scope: "session" }),
+    false,
+  );
+  assert.equal(answerFromInbox(broker, { kind: "approval", id: open.id, answer: "decline" }), true);
+  assert.deepEqual(await pending, {
+    approved: false,
+    outcome: "declined",
+    message: "The plan declined by the user",
+  });
 });

@@ -2,7 +2,7 @@
 // here. The answer goes to the dashboard as JSON, which passes it to the serve that asked; the question
 // leaves the page once that serve publishes it closed (the first answer, here or at the client, counts).
 import { useState } from "preact/hooks";
-import { ago, html } from "./format.js";
+import { ago, html, shortSession } from "./format.js";
 
 /** Seconds left until an ISO time, as "4m 10s left". */
 function left(iso, now = Date.now()) {
@@ -37,20 +37,17 @@ export function PendingApprovals({ serves }) {
     ${
     pending.map(({ pid, a }) => {
       const state = sent[a.id] ?? {};
-      const add = a.kind === "add_server";
       // A value only the client's form can take (a secret) cannot be given here: such a question is declined or
       // answered in the client.
       const formOnly = (a.fields ?? []).some((f) => f.required);
       const done = state.busy || state.done;
       return html`
         <div class="approval" data-approval=${a.id} data-kind=${a.kind ?? "call"}>
-          <p><span class="mono">${add
-            ? `Add server ${a.tool} as mcp_${a.server}`
-            : `${a.server} / ${a.tool}`}</span>
-                  <span class="muted"> · serve ${pid} · session ${a.session.slice(0, 8)} · asked ${ago(
+          <p>${heading(a)}
+                  <span class="muted"> · serve ${pid} · session ${shortSession(a.session)} · asked ${ago(
                     a.askedAt,
                   )} · ${left(a.expiresAt)}</span></p>
-          <pre class="args">${add ? a.text ?? a.summary : a.summary}</pre>
+          <pre class="args">${a.kind === "add_server" ? a.text ?? a.summary : a.summary}</pre>
           <p class="muted">${a.reason}. ${a.client
             ? "The MCP client was asked too; the first answer counts."
             : "The MCP client cannot be asked: only this page can answer."}${formOnly
@@ -76,4 +73,13 @@ export function PendingApprovals({ serves }) {
     })
   }
   </section>`;
+}
+
+/** What a question is about, in one line: a tool call, a server to add, or a plan and its calls. */
+function heading(a) {
+  if (a.kind === "add_server") return html`<span class="mono">Add server ${a.tool} as mcp_${a.server}</span>`;
+  if (a.kind === "plan" && a.plan) {
+    return html`<span class="mono">plan: “${a.plan.description}”</span> <span class="muted">(${a.plan.calls} calls on ${a.server})</span>`;
+  }
+  return html`<span class="mono">${a.server} / ${a.tool}</span>`;
 }

@@ -1,7 +1,7 @@
 // Servers found and added from an MCP registry: each run's searches and adds (from the activity events),
 // and the servers client sessions added, per serve (from the state each serve publishes). Registry text
 // is untrusted: it reaches the page only as text, through Preact.
-import { Badge, clock, duration, html } from "./format.js";
+import { Badge, clock, duration, html, shortSession } from "./format.js";
 
 /** The registry events of one run: searches, adds (with their outcome and what runs) and removals. */
 export function RegistryEvents({ events }) {
@@ -72,7 +72,7 @@ export function AddedServers({ serves }) {
                 <${Badge} status=${a.state} />
               </td>
               <td>${a.tools}</td>
-              <td class="mono">${pid} · ${a.session.slice(0, 8)}</td>
+              <td class="mono">${pid} · ${shortSession(a.session)}</td>
               <td>${clock(a.addedAt)}</td>
             </tr>
           `

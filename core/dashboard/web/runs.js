@@ -4,7 +4,7 @@
 // Images are <img> elements loading from the dashboard's API (PNG or JPEG only, checked there); text
 // displays, SVG and HTML source included, are text, as everything Preact renders.
 import { useState } from "preact/hooks";
-import { Badge, Block, clock, duration, firstLine, html, prettyJson, size } from "./format.js";
+import { Badge, Block, clock, duration, firstLine, html, prettyJson, shortSession, size } from "./format.js";
 import { RegistryEvents } from "./registry.js";
 
 /** Runs kept per serve; older ones drop off the page. */
@@ -109,7 +109,7 @@ export function RunsView({ serves, open, setOpen }) {
                   <td><${Badge} status=${run.end?.status ?? "running"} /></td>
                   <td>${run.end ? duration(run.end.ms) : "…"}</td>
                   ${several ? html`<td>${pid}</td>` : null}
-                  <td class="mono">${(run.start?.session ?? run.end?.session ?? "").slice(0, 8)}</td>
+                  <td class="mono">${shortSession(run.start?.session ?? run.end?.session)}</td>
                   <td>${run.calls.length}${failed
                     ? html`
                       <span class="bad aside">(${failed} failed)</span>
@@ -290,6 +290,8 @@ export function Approvals({ approvals }) {
         const via = a.closed?.via ? ` on the ${a.closed.via === "client" ? "client" : a.closed.via}` : "";
         const what = q.about === "add_server"
           ? `add ${q.tool} as mcp_${q.server}`
+          : q.about === "plan" && q.plan
+          ? `plan: “${q.plan.description}”`
           : `${q.server} / ${q.tool}`;
         return html`<li data-approval=${a.id}>
           <span class="mono">${what}</span> <${Badge} status=${outcome} />${via}${

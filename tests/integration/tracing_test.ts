@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { hostname, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/client";
 import { pyodide } from "../../plugins/runtime/pyodide.ts";
@@ -30,6 +30,8 @@ const CLIENT_SPAN = "00f067aa0ba902b7";
 const HEADER_TRACE = "0af7651916cd43dd8448eb211c80319c";
 const HEADER_SPAN = "b7ad6b7169203331";
 const FORGED = `00-${"f".repeat(32)}-${"e".repeat(16)}-01`;
+/** The fleet node the serve says it is (CODEMODE_NODE_ID). */
+const NODE = "trace-node-7";
 
 /** A HOME whose only server is the trace server (its env holds the secret). */
 function traceHome(): { home: string; metaFile: string } {
@@ -90,6 +92,7 @@ test("a run is one trace: continued from the client, into the upstream server, a
     CODEMODE_CONFIRM_TOOLS: "trace/guarded",
     CODEMODE_PREWARM: "off",
     CODEMODE_LOG_LEVEL: "info",
+    CODEMODE_NODE_ID: NODE,
   });
   const asking = askingClient("tracing-tests", reply.approve());
   const viaMeta = await connectHttp(served.url, {}, asking.client);
@@ -124,6 +127,13 @@ except Exception as e:
     assert.equal(failing.isError, true);
     const headerRun = await viaHeader.run("1 + 1");
     assert.equal(headerRun.value, "2");
+    // A plan: one question for its calls, a wait of kind "plan" in the run's trace.
+    const planned = await runWithMeta(
+      viaMeta,
+      `from mcp import runtime\nasync with runtime.plan("traced plan"):\n    await mcp_trace.guarded(text="p")\n"done"`,
+      {},
+    );
+    assert.equal(planned.isError, false, JSON.stringify(planned.structured));
 
     // The run's tree.
     const [root] = await receiver.waitFor((all) =>
@@ -141,7 +151,8 @@ except Exception as e:
     assert.equal(root.attributes["mcp.method.name"], "tools/call");
     assert.equal(root.attributes["gen_ai.tool.name"], "run_python");
     assert.equal(root.attributes["codemode.session"], viaMeta.sessionId());
-    assert.equal(root.attributes["codemode.node"], hostname().toLowerCase());
+    assert.equal(root.attributes["codemode.node"], NODE);
+    assert.equal(root.resource["codemode.node"], NODE, "the resource names the fleet node too");
     assert.equal(root.attributes["codemode.runtime"], "pyodide");
     assert.equal(root.attributes["codemode.isolation"], "wasm");
     assert.equal(root.attributes["codemode.run.status"], "ok");
@@ -179,7 +190,8 @@ except Exception as e:
     assert.equal(leak.attributes["error.type"], "tool_error");
 
     // Into the upstream server: each call carried its own span's context, never what sandbox code sent.
-    const records = received(metaFile);
+    const all = received(metaFile);
+    const records = all.filter((r) => r.args.text !== "p"); // the plan's call is another run's
     assert.equal(records.length, 6);
     for (const record of records) {
       const traceparent = String(record.meta?.traceparent);
@@ -204,6 +216,23 @@ except Exception as e:
       /^ValueError: the token is \[redacted\]/,
     );
 
+    // The plan's question is a wait of its own kind, under its run, with how many calls it asked about.
+    const [planWait] = await receiver.waitFor((all) =>
+      all.filter((s) => s.name === "approval.wait" && s.attributes["codemode.approval.kind"] === "plan")
+    );
+    assert.equal(planWait.attributes["codemode.approval.calls"], 1);
+    assert.equal(planWait.attributes["codemode.approval.outcome"], "approved");
+    const [planRun] = await receiver.waitFor((all) =>
+      all.filter((s) => s.kind === 2 && s.traceId === planWait.traceId)
+    );
+    assert.equal(planWait.parentSpanId, planRun.spanId, "a plan's question is asked by its run");
+    assert.ok(
+      receiver.spans.some((s) => s.traceId === planWait.traceId && s.name === "tools/call guarded"),
+      "the planned call is a span of the same run",
+    );
+    const planCall = all.find((r) => r.args.text === "p");
+    assert.equal(String(planCall?.meta?.traceparent).split("-")[1], planWait.traceId);
+
     // Over HTTP, the traceparent header is the parent when _meta names none.
     const [fromHeader] = await receiver.waitFor((all) =>
       all.filter((s) => s.kind === 2 && s.traceId === HEADER_TRACE)
@@ -222,6 +251,7 @@ except Exception as e:
     // The run's log lines carry its trace id.
     const started = logLines(served).filter((l) => l.msg === "run_python started");
     assert.equal(started[0]?.traceId, CLIENT_TRACE);
+    assert.equal(started[0]?.node, NODE, "and the node, so a fleet's logs and traces join up");
     assert.ok(started.every((l) => typeof l.traceId === "string" && l.requestId));
 
     // Nothing the collector got holds the secret or the code.

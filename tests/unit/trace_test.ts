@@ -287,9 +287,10 @@ test("a collector that is down: runs go on, one warning (not one per export), ea
   assert.equal(warnings[0].url, "http://127.0.0.1:1/v1/traces");
 });
 
-test("sessions: a prewarmed sandbox's start is a trace of its own, linked from its first run; a run's own start is its child", async () => {
+test("sessions: a prewarmed sandbox's start is a trace of its own, linked from its first run; a run's own start is its child; both name the isolation", async () => {
   const receiver = await startOtlpReceiver();
-  const sessions = fakeSessions(fakeRuntime());
+  // Sandboxes under gVisor (issue 26): their spans say so, whatever the runtime's name.
+  const sessions = fakeSessions(Object.assign(fakeRuntime(), { isolation: "gvisor" as const }));
   try {
     await traced(receiver, async () => {
       sessions.prewarm("warm");
@@ -317,6 +318,8 @@ test("sessions: a prewarmed sandbox's start is a trace of its own, linked from i
     assert.deepEqual(runOf("cold").links, []);
     assert.equal(runOf("cold").attributes["codemode.runtime"], "fake");
     assert.equal(startOf("cold").attributes["codemode.runtime"], "fake");
+    assert.equal(runOf("cold").attributes["codemode.isolation"], "gvisor");
+    assert.equal(startOf("warm").attributes["codemode.isolation"], "gvisor");
   } finally {
     await sessions.closeAll();
     await receiver.close();

@@ -18,7 +18,6 @@ import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
 import { redact, redactArguments, secretsOf } from "../upstream/redact.ts";
 import { pythonErrorType, type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
 import { summarizeArguments } from "./approvals.ts";
-import type { PlannedCall } from "./dry_run.ts";
 import { recordToolCall, type ToolCallRecord, traceToolResult } from "./tool_call_activity.ts";
 import { ATTR, inSpan, type TraceContext, type TraceSpan } from "../observe/trace.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
@@ -197,12 +196,8 @@ export function sandboxApi(
         return null;
       }
       let reason = policy.approvalReason(name, tool.name, tool.annotations);
-      if (plan && !isReadOnly(tool.annotations)) {
-        // Approved with the plan: no further question. Anything else is refused, or asked on its own.
-        if (plan.state === "approved" && plan.take(planned)) reason = undefined;
-        else if (unplanned === "ask") reason = "it is not in the plan the user approved";
-        else throw new RpcError("PermissionError", unplannedMessage(planned, plan.state));
-      }
+      // Approved with the plan: no further question. Anything else is refused, or asked on its own.
+      if (plan && !isReadOnly(tool.annotations)) reason = plan.admit(planned, unplanned);
       if (reason !== undefined) await approved(context, view, name, tool.name, args, reason);
       span.content(ATTR.toolArguments, () => redactArguments(args, allSecrets(view)));
       // The trace context sent upstream is the host's span's, whatever sandbox code put in its params.
@@ -382,15 +377,6 @@ async function resolveTool(pool: ToolCaller, policy: Policy, server: string, too
       available.map((t) => pythonAlias(t.name)).join(", ") || "none"
     }`,
   );
-}
-
-/** Why a call in a plan's block was refused: not among the approved calls (or none were approved). */
-function unplannedMessage(call: PlannedCall, state: string): string {
-  const id = `"${call.server}/${call.tool}"`;
-  if (state !== "approved") return `Call to ${id} refused: the plan is not approved`;
-  return `Call to ${id} refused: it is not in the plan the user approved (or was already made as often as ` +
-    "approved); calls that change anything must be the plan's, with the same arguments " +
-    "(CODEMODE_PLAN_UNPLANNED=ask asks about such calls instead)";
 }
 
 /** Raises a refusal in the sandbox as PermissionError. */

@@ -163,6 +163,11 @@ export async function adversarialSuite(options: SuiteOptions): Promise<void> {
         assert.ok(!exported.includes(secret), "a secret reached the collector");
       }
       assert.ok(ctx.fix.otlp.spans.length > 0, "the serve's spans reached the collector");
+      // Every sandbox start names the isolation it ran under (runc's "container", or "gvisor").
+      const starts = ctx.fix.otlp.spans.filter((span) => span.name === "sandbox.start");
+      assert.deepEqual([...new Set(starts.map((span) => span.attributes["codemode.isolation"]))], [
+        ctx.isolation,
+      ]);
     },
   });
 }

@@ -302,6 +302,21 @@ export async function hostProcessesOf(ctx: Ctx): Promise<number[]> {
   return pids;
 }
 
+/** Python for host-API attempts: `await try_(name, coro)` sets `results[name]` to "allowed" when `coro`
+ * returned, else to the exception's type; `rpc` is the run's channel to the host. */
+export const TRY = `
+from codemode_runtime import context as _context
+from mcp import runtime
+rpc = _context.current().rpc
+results = {}
+async def try_(name, coro):
+    try:
+        await coro
+        results[name] = "allowed"
+    except Exception as e:
+        results[name] = type(e).__name__
+`;
+
 /** The findings an attempt printed with report(...). */
 export function facts(answer: Answer): Record<string, unknown> {
   const stdout = String(answer.structured.stdout ?? "");

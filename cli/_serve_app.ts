@@ -12,7 +12,7 @@ export async function startServeApp(): Promise<Codemode> {
   for (const method of ["log", "info", "debug"] as const) {
     console[method] = (...args: unknown[]) => console.error(...args);
   }
-  const app = await createCodemode({ indexInBackground: true });
+  const app = await createCodemode({ indexInBackground: true, tracing: true });
   void app.sessions.reapLeftovers().catch((e) =>
     log.warn("could not reap leftover sandboxes", { error: String(e) })
   );

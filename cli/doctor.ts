@@ -212,6 +212,8 @@ export function renderReport(report: DoctorReport, c: Colors): string {
       : c.dim("No host folders are mounted (CODEMODE_MOUNTS, or mounts: in the config file)"),
   );
 
+  section("Tracing", renderTracing(report, c));
+
   const problems = report.findings.filter((f) => f.status !== "ok" && f.status !== "info");
   if (problems.length === 0) {
     out.push(`${mark("ok", c)} Everything works`);
@@ -266,6 +268,22 @@ function renderPolicy(report: DoctorReport, c: Colors): string {
   if (p.open) lines.push(c.dim("Every configured server and tool is reachable from the sandbox"));
   for (const r of p.refusedServers) lines.push(`${mark("info", c)} ${r.reason}`);
   return lines.join("\n");
+}
+
+/** Whether runs are traced, where spans go and whether the collector answered. */
+function renderTracing(report: DoctorReport, c: Colors): string {
+  const t = report.tracing;
+  if (!t.on) {
+    return c.dim(
+      "Off: set CODEMODE_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_ENDPOINT) to an OTLP/HTTP collector",
+    );
+  }
+  const answer = t.answered ? `answered in ${formatMs(t.ms ?? 0)}` : "did not answer";
+  return table(
+    ["", "collector", "from", "answer", "content"],
+    [[mark(t.status, c), t.url ?? "", t.from ?? "", answer, t.content ? "code, arguments, results" : "no"]],
+    c,
+  );
 }
 
 /** The skill directories with how many skills each gave; problems are listed with the others. */

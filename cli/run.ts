@@ -12,6 +12,8 @@ import type { RunResult } from "../core/contracts/output.ts";
 import { loadSettings, SettingsError } from "../core/config/settings.ts";
 import type { OutputPlugin } from "../core/contracts/output.ts";
 import { createCodemode, defaultPlugins } from "../mod.ts";
+import { type LogScope, withLogScope } from "../core/observe/log.ts";
+import { environmentTrace, traceRun, traceRunEnd } from "../core/serve/run_trace.ts";
 
 /** Flags of `codemode run`. */
 export interface RunOptions {
@@ -67,7 +69,7 @@ export async function runFile(file: string, options: RunOptions = {}): Promise<n
   }
 
   const plugins = defaultPlugins(settings);
-  const app = await createCodemode({ settings, plugins, indexInBackground: false });
+  const app = await createCodemode({ settings, plugins, indexInBackground: false, tracing: true });
   let closing: Promise<void> | undefined;
   const close = () => closing ??= app.close();
   // Ctrl-C (or a CI runner's SIGTERM) must not leave a container behind.
@@ -99,13 +101,24 @@ export async function runFile(file: string, options: RunOptions = {}): Promise<n
           throw new Error(`cannot put the --file files into the sandbox: ${error.message}`);
         });
       }
-      result = await app.sessions.run(SESSION_KEY, code, {
-        timeout: seconds,
-        onOutput: (stream, text) => process[stream].write(text),
-        artifacts: store,
-        // Nobody can be asked from a script: calls that need approval follow CODEMODE_CONFIRM_FALLBACK.
-        approve: app.approvals.approver(SESSION_KEY),
-      });
+      // Traced like a run_python call, continuing the trace a CI job passes in TRACEPARENT.
+      const scope: LogScope = { requestId: SESSION_KEY };
+      const client = { meta: environmentTrace(process.env) };
+      const span = traceRun(scope, { code, session: SESSION_KEY, name: "codemode run", client });
+      try {
+        result = await withLogScope(scope, () =>
+          app.sessions.run(SESSION_KEY, code, {
+            timeout: seconds,
+            onOutput: (stream, text) => process[stream].write(text),
+            artifacts: store,
+            // Nobody can be asked from a script: calls that need approval follow CODEMODE_CONFIRM_FALLBACK.
+            approve: app.approvals.approver(SESSION_KEY),
+          }));
+        traceRunEnd(span, scope, result);
+      } finally {
+        scope.ended = true;
+        span.end();
+      }
     } catch (error) {
       process.stderr.write(
         `codemode run: ${(error as Error).message ?? error}; run \`codemode doctor\` for a diagnosis\n`,

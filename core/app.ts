@@ -4,6 +4,7 @@
  * @module
  */
 import type { McpServer } from "@modelcontextprotocol/server";
+import { hostname } from "node:os";
 import type { Diagnostic, DiscoveryContext, ServerSpec } from "./contracts/discovery.ts";
 import type { RuntimePlugin } from "./contracts/runtime.ts";
 import type { BootstrapConfig, HostFrame } from "./sandbox/protocol.ts";
@@ -37,6 +38,9 @@ import { bridgeApprovals, pendingApprovals } from "./serve/approval_activity.ts"
 import type { ServeState } from "./observe/serve_state.ts";
 import { AddedServers } from "./host_api/added_servers.ts";
 import { type RegistrySide, registrySide } from "./host_api/registry_api.ts";
+import { redact, secretsOf } from "./upstream/redact.ts";
+import { ATTR, exportTarget, inSpan, startTracing, stopTracing } from "./observe/trace.ts";
+import { resolveNodeId } from "./serve/node_id.ts";
 
 /** Tools per server in the state a serve publishes for the dashboard (`toolCount` says how many there are). */
 const STATE_TOOLS = 200;
@@ -60,6 +64,8 @@ export interface CodemodeOptions {
   indexInBackground?: boolean;
   /** The working directory whose `.codemode/skills/` is the first skill directory (default: the process's). */
   cwd?: string;
+  /** Export traces when an OTLP endpoint is set (serve and run do; commands that run no code don't). */
+  tracing?: boolean;
 }
 
 /** A running codemode: its servers, pool, catalog and sandbox sessions. */
@@ -117,7 +123,7 @@ export class Codemode {
       // A server whose tools changed is listed again and re-indexed (debounced, capped in rate).
       onToolsChanged: (server) => this.catalog.toolsChanged(server),
     });
-    this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listing(spec.name), {
+    this.catalog = new ToolCatalog(this.servers, (spec) => catalogListing(this.pool, spec), {
       stateDir: this.settings.stateDir,
       skillLister: (spec) => this.pool.listSkills(spec.name),
     });
@@ -190,10 +196,31 @@ export class Codemode {
       );
     for (const d of discovery.diagnostics) logDiagnostic(d);
     const app = new Codemode(options, discovery);
+    if (options.tracing) await app.#trace();
     // A serve loads its skills up front: its clients and search see them from the first request.
     if (options.indexInBackground) await app.skillStore();
-    if (options.indexInBackground) app.catalog.start();
+    if (options.indexInBackground) {
+      void inSpan("catalog.index", { "codemode.servers": app.servers.length }, () => app.catalog.start());
+    }
     return app;
+  }
+
+  /** Starts exporting traces when an OTLP endpoint is set (docs/observability.md#traces). */
+  async #trace(): Promise<void> {
+    const target = exportTarget(this.settings.otlpEndpoint, process.env);
+    if (!target) return;
+    const configured = this.servers.flatMap((spec) => secretsOf(spec));
+    // Servers a session added from a registry bring secrets of their own (the values a person filled in).
+    const secrets = () =>
+      [...new Set([...configured, ...this.added.secrets()])].sort((a, b) => b.length - a.length);
+    await startTracing({
+      url: target.url,
+      env: process.env,
+      content: this.settings.traceContent,
+      version: this.#options.version,
+      node: nodeIdOf(this.settings.nodeId),
+      redact: (text) => redact(text, secrets()),
+    });
   }
 
   /**
@@ -480,6 +507,8 @@ export class Codemode {
       this.artifacts.closeAll(),
       this.#activity?.stop(),
     ]);
+    // Last: the spans of what just stopped go out with the others (waiting a bounded time).
+    await stopTracing();
   }
 
   #runtimeName(): string | undefined {
@@ -503,6 +532,24 @@ async function openSkills(options: CodemodeOptions): Promise<SkillStore | undefi
     log.warn("skills could not be loaded", { error: String(error) });
     return undefined;
   }
+}
+
+/** The node id spans carry: CODEMODE_NODE_ID, else the host name (as serve --http's session ids say). */
+function nodeIdOf(configured: string | undefined): string {
+  try {
+    return resolveNodeId(configured);
+  } catch {
+    return hostname().toLowerCase();
+  }
+}
+
+/** A server's tools listed for the catalog, in a span of its own (an upstream start nests under it). */
+function catalogListing(pool: UpstreamPool, spec: ServerSpec) {
+  return inSpan("catalog.list", { [ATTR.server]: spec.name }, async (span) => {
+    const listing = await pool.listing(spec.name);
+    span.set({ "codemode.tools": listing.tools.length, "codemode.tools.left_out": listing.problems.length });
+    return listing;
+  });
 }
 
 function logDiagnostic(d: Diagnostic): void {

@@ -27,6 +27,7 @@ import { benchFirstAnswer } from "./bench_first_answer.ts";
 import { benchDashboard } from "./bench_dashboard.ts";
 import { benchJobs } from "./bench_jobs.ts";
 import { benchRegistry } from "./bench_registry.ts";
+import { benchTracing } from "./bench_tracing.ts";
 import { benchHostile } from "./bench_hostile.ts";
 import { benchGvisor } from "./bench_gvisor.ts";
 import { benchFleet } from "./bench_fleet.ts";
@@ -52,6 +53,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   dashboard: benchDashboard,
   jobs: benchJobs,
   registry: benchRegistry,
+  tracing: benchTracing,
   hostile: benchHostile,
   gvisor: benchGvisor,
   fleet: benchFleet,

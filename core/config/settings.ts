@@ -48,6 +48,18 @@ const bytes = z.string().trim().transform((raw, ctx) => {
   const unit = (m[2] ?? "").toLowerCase()[0] as "k" | "m" | "g" | undefined;
   return Number(m[1]) * (unit ? { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[unit] : 1);
 });
+/** An http(s) URL, without a trailing slash. */
+const httpUrl = (what: string) =>
+  z.string().trim().transform((raw, ctx) => {
+    try {
+      const url = new URL(raw);
+      if (url.protocol === "https:" || url.protocol === "http:") return url.href.replace(/\/+$/, "");
+    } catch {
+      // reported below
+    }
+    ctx.addIssue({ code: "custom", message: `expected ${what}` });
+    return z.NEVER;
+  });
 /** A registry's base URL (http or https), or "off". */
 const registryUrl = z.string().trim().transform((raw, ctx) => {
   if (raw.toLowerCase() === "off") return "off";
@@ -475,6 +487,22 @@ const SPEC = {
     parse: bytes,
     fallback: "4m",
     doc: "Size at which a serve's activity log is rotated; it keeps the current and the previous file",
+  },
+  // Traces (docs/observability.md#traces).
+  otlpEndpoint: {
+    env: "CODEMODE_OTLP_ENDPOINT",
+    aliases: [],
+    parse: httpUrl("the OTLP/HTTP collector's base URL, such as http://localhost:4318").optional(),
+    fallback: undefined,
+    doc: "Send traces (OpenTelemetry spans of runs, sandbox starts, tool calls) to this OTLP/HTTP " +
+      "collector; `/v1/traces` is appended. Unset: the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else off",
+  },
+  traceContent: {
+    env: "CODEMODE_TRACE_CONTENT",
+    aliases: [],
+    parse: bool,
+    fallback: "0",
+    doc: "Put the code, tool arguments and results in spans too (secrets redacted, clipped at 4 KiB)",
   },
   // A fleet of serve --http nodes behind a balancer (docs/scale.md).
   nodeId: {

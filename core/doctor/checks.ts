@@ -28,6 +28,7 @@ import type { IsolationCheck } from "./isolation.ts";
 import type { CheckStatus, Finding } from "./finding.ts";
 import { skillFindings, type SkillsCheck } from "./skills.ts";
 import { checkMounts, type MountCheck, mountFindings } from "./mounts.ts";
+import { checkTracing, type CollectorProbe, type TracingCheck, tracingFindings } from "./tracing.ts";
 import { loginCommand } from "../auth/needs_login.ts";
 import type { AuthState } from "../auth/server_auth.ts";
 
@@ -35,6 +36,7 @@ export type { CheckStatus, Finding } from "./finding.ts";
 export type { RuntimeCheck, SandboxProbe } from "./runtime.ts";
 export type { IsolationCheck } from "./isolation.ts";
 export type { MountCheck } from "./mounts.ts";
+export type { TracingCheck } from "./tracing.ts";
 export { checkSkills, type SkillsCheck } from "./skills.ts";
 export {
   checkSettings,
@@ -117,6 +119,8 @@ export interface DoctorReport {
   mounts: MountCheck[];
   /** Skill directories and skills that failed to load (absent when the caller did not check them). */
   skills?: SkillsCheck;
+  /** Whether runs are traced, and whether the collector answered. */
+  tracing: TracingCheck;
   findings: Finding[];
 }
 
@@ -149,6 +153,8 @@ export interface DoctorInput {
   configSearched?: string[];
   /** The skills check, made by the caller from the loaded skills. */
   skills?: SkillsCheck;
+  /** Asks the OTLP collector whether it takes an export (default: a real export of no spans). */
+  probeCollector?: CollectorProbe;
 }
 
 /** Whether the state directory exists and is writable (or can be created). Never throws. */
@@ -344,7 +350,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     ...input.sandbox,
   };
   const isolation = settings.isolation;
-  const [runtimes, stateDir, servers] = await Promise.all([
+  const [runtimes, stateDir, servers, tracing] = await Promise.all([
     Promise.all(
       input.runtimes.map((r) =>
         servesIsolation(r, isolation) ? checkRuntime(r, runtimeOptions) : notUsed(r, isolation)
@@ -352,6 +358,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     ),
     checkStateDir(settings.stateDir),
     checkServers(input.discovery, input.listTools, input.serverTimeoutMs, refused, input.authOf),
+    checkTracing(settings, input.env, input.probeCollector),
   ]);
   const { runtime, reason, finding } = chooseRuntime(
     settings.runtime,
@@ -395,6 +402,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
       ...s.problem!,
     })),
     ...skillFindings(input.skills),
+    ...tracingFindings(tracing),
   ];
   return {
     version: input.version,
@@ -411,6 +419,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     policy,
     mounts,
     ...(input.skills ? { skills: input.skills } : {}),
+    tracing,
     findings,
   };
 }

@@ -213,6 +213,11 @@ export class AddedServers {
     );
   }
 
+  /** The secrets in every session's added servers' configurations (kept out of what leaves the host). */
+  secrets(): string[] {
+    return [...this.#sessions.values()].flatMap((servers) => servers.secrets());
+  }
+
   /** The servers `session` added, as its sandbox's first frame lists them. */
   bootstrapServers(session: string): { name: string; alias: string; description?: string; added: object }[] {
     return (this.#sessions.get(session)?.added() ?? []).map((a) => ({

@@ -6,18 +6,20 @@
  * approve wait for the run's approver; calls a dry run marks are made only when the tool's own
  * annotations say it is read-only, and recorded otherwise; inside a plan (plan_api.ts) only the calls the
  * user approved go out. A session that added servers from a registry sees them beside the configured ones
- * (its own view: in calls, docs, stubs, the pre-run check and plan questions); no other session does.
+ * (its own view: in calls, docs, stubs, the pre-run check and plan questions); no other session does. Each
+ * tool call is a span of the run's trace, and its context alone goes upstream as the request's
+ * `_meta.traceparent`.
  * @module
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../contracts/discovery.ts";
 import { pythonAlias } from "../python_alias.ts";
 import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
-import { redact, secretsOf } from "../upstream/redact.ts";
-import { type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
+import { redact, redactArguments, secretsOf } from "../upstream/redact.ts";
+import { pythonErrorType, type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
 import { summarizeArguments } from "./approvals.ts";
-import type { PlannedCall } from "./dry_run.ts";
-import { recordToolCall, type ToolCallRecord } from "./tool_call_activity.ts";
+import { recordToolCall, type ToolCallRecord, traceToolResult } from "./tool_call_activity.ts";
+import { ATTR, inSpan, type TraceContext, type TraceSpan } from "../observe/trace.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
@@ -43,7 +45,7 @@ export interface ToolCaller {
     name: string,
     tool: string,
     args: Record<string, unknown>,
-    options?: { signal?: AbortSignal },
+    options?: { signal?: AbortSignal; meta?: TraceContext },
   ): Promise<CallToolResult>;
 }
 
@@ -145,58 +147,78 @@ export function sandboxApi(
   const toolDocs = async (view: ServerView, name: string): Promise<ToolDoc[]> =>
     (await view.pool.listTools(name)).map((t) => toolDoc(name, t)).filter(allowed);
 
+  /** One tool call, in its span (a child of the run's, whose context goes to the server in `_meta`). */
+  const callTool = async (
+    params: Record<string, unknown>,
+    context: RpcContext,
+    view: ServerView,
+    span: TraceSpan,
+  ) => {
+    const pool = view.pool;
+    const { signal, requestId } = context;
+    const args = params.arguments ?? {};
+    const call: ToolCallRecord = {
+      run: requestId,
+      server: String(params.server ?? ""),
+      tool: String(params.tool ?? ""),
+      args,
+      started: performance.now(),
+    };
+    try {
+      const name = call.server = server(view, params);
+      call.spec = pool.spec(name);
+      const tool = await resolveTool(pool, policy, name, call.tool);
+      call.tool = tool.name;
+      span.rename(`tools/call ${tool.name}`);
+      span.set({
+        [ATTR.tool]: tool.name,
+        [ATTR.server]: name,
+        [ATTR.transport]: call.spec?.transport === "stdio" ? "pipe" : "tcp",
+      });
+      if (typeof args !== "object" || args === null || Array.isArray(args)) {
+        throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
+      }
+      const made = callsMade.get(signal) ?? 0;
+      enforce(policy.allowsCall(made));
+      callsMade.set(signal, made + 1);
+      const planned = { server: name, tool: tool.name, arguments: args as Record<string, unknown> };
+      const plan = params.plan === undefined ? undefined : context.plans?.get(params.plan);
+      if (params.plan !== undefined && !plan) throw new RpcError("PermissionError", "No plan runs here");
+      // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
+      // A planned call is not made, so it is no tool call in the activity record either.
+      if (params.dry_run === true && !isReadOnly(tool.annotations)) {
+        if (plan && plan.state !== "rehearsing") {
+          throw new RpcError("PermissionError", "The plan's rehearsal is over");
+        }
+        if (plan) plan.record(planned);
+        else context.plan?.(planned);
+        span.set({ "codemode.planned": true });
+        return null;
+      }
+      let reason = policy.approvalReason(name, tool.name, tool.annotations);
+      // Approved with the plan: no further question. Anything else is refused, or asked on its own.
+      if (plan && !isReadOnly(tool.annotations)) reason = plan.admit(planned, unplanned);
+      if (reason !== undefined) await approved(context, view, name, tool.name, args, reason);
+      span.content(ATTR.toolArguments, () => redactArguments(args, allSecrets(view)));
+      // The trace context sent upstream is the host's span's, whatever sandbox code put in its params.
+      const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, {
+        signal,
+        meta: span.context(),
+      });
+      recordToolCall(call, { result });
+      traceToolResult(span, result);
+      return params.raw ? codec.raw(result) : codec.unwrap(result);
+    } catch (error) {
+      recordToolCall(call, { error });
+      span.fail(error, pythonErrorType(error));
+      throw error;
+    }
+  };
+
   type Method = (params: Record<string, unknown>, context: RpcContext, view: ServerView) => Promise<unknown>;
   const methods: Record<string, Method> = {
-    async call_tool(params, context, view) {
-      const pool = view.pool;
-      const { signal, requestId } = context;
-      const args = params.arguments ?? {};
-      const call: ToolCallRecord = {
-        run: requestId,
-        server: String(params.server ?? ""),
-        tool: String(params.tool ?? ""),
-        args,
-        started: performance.now(),
-      };
-      try {
-        const name = call.server = server(view, params);
-        call.spec = pool.spec(name);
-        const tool = await resolveTool(pool, policy, name, call.tool);
-        call.tool = tool.name;
-        if (typeof args !== "object" || args === null || Array.isArray(args)) {
-          throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
-        }
-        const made = callsMade.get(signal) ?? 0;
-        enforce(policy.allowsCall(made));
-        callsMade.set(signal, made + 1);
-        const planned = { server: name, tool: tool.name, arguments: args as Record<string, unknown> };
-        const plan = params.plan === undefined ? undefined : context.plans?.get(params.plan);
-        if (params.plan !== undefined && !plan) throw new RpcError("PermissionError", "No plan runs here");
-        // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
-        // A planned call is not made, so it is no tool call in the activity record either.
-        if (params.dry_run === true && !isReadOnly(tool.annotations)) {
-          if (plan && plan.state !== "rehearsing") {
-            throw new RpcError("PermissionError", "The plan's rehearsal is over");
-          }
-          if (plan) plan.record(planned);
-          else context.plan?.(planned);
-          return null;
-        }
-        let reason = policy.approvalReason(name, tool.name, tool.annotations);
-        if (plan && !isReadOnly(tool.annotations)) {
-          // Approved with the plan: no further question. Anything else is refused, or asked on its own.
-          if (plan.state === "approved" && plan.take(planned)) reason = undefined;
-          else if (unplanned === "ask") reason = "it is not in the plan the user approved";
-          else throw new RpcError("PermissionError", unplannedMessage(planned, plan.state));
-        }
-        if (reason !== undefined) await approved(context, view, name, tool.name, args, reason);
-        const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, { signal });
-        recordToolCall(call, { result });
-        return params.raw ? codec.raw(result) : codec.unwrap(result);
-      } catch (error) {
-        recordToolCall(call, { error });
-        throw error;
-      }
+    call_tool(params, context, view) {
+      return inSpan("tools/call", TOOL_CALL, (span) => callTool(params, context, view, span), TOOL_CALL_SPAN);
     },
     list_servers(_params, _context, view) {
       return Promise.resolve(allowedServers(view).map((name) => publicServer(name, view.pool.spec(name))));
@@ -327,6 +349,10 @@ export function sandboxApi(
   };
 }
 
+/** What every tool call's span starts with (the MCP conventions' client span of a tools/call). */
+const TOOL_CALL = { [ATTR.mcpMethod]: "tools/call", [ATTR.operation]: "execute_tool" };
+const TOOL_CALL_SPAN = { kind: "client", toolCall: true } as const;
+
 /** Finds a server by name or by its Python alias. */
 function resolveServer(pool: ToolCaller, name: string): string | undefined {
   return findServer(pool.names(), name);
@@ -351,15 +377,6 @@ async function resolveTool(pool: ToolCaller, policy: Policy, server: string, too
       available.map((t) => pythonAlias(t.name)).join(", ") || "none"
     }`,
   );
-}
-
-/** Why a call in a plan's block was refused: not among the approved calls (or none were approved). */
-function unplannedMessage(call: PlannedCall, state: string): string {
-  const id = `"${call.server}/${call.tool}"`;
-  if (state !== "approved") return `Call to ${id} refused: the plan is not approved`;
-  return `Call to ${id} refused: it is not in the plan the user approved (or was already made as often as ` +
-    "approved); calls that change anything must be the plan's, with the same arguments " +
-    "(CODEMODE_PLAN_UNPLANNED=ask asks about such calls instead)";
 }
 
 /** Raises a refusal in the sandbox as PermissionError. */

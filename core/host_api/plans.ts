@@ -53,6 +53,17 @@ export class Plan {
     }
   }
 
+  /**
+   * What a call of the block that changes something needs once the plan was put to the person: nothing
+   * when it is one of the approved calls left; else the reason to ask about it on its own
+   * (CODEMODE_PLAN_UNPLANNED=ask), or a PermissionError.
+   */
+  admit(call: PlannedCall, unplanned: "deny" | "ask"): string | undefined {
+    if (this.state === "approved" && this.take(call)) return undefined;
+    if (unplanned === "ask") return "it is not in the plan the user approved";
+    throw new RpcError("PermissionError", unplannedMessage(call, this.state));
+  }
+
   /** Takes one approved call matching `call`; false when none is left. */
   take(call: PlannedCall): boolean {
     const key = callKey(call);
@@ -152,4 +163,13 @@ export function canonicalJson(value: unknown): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Why a call in a plan's block was refused: not among the approved calls (or none were approved). */
+function unplannedMessage(call: PlannedCall, state: string): string {
+  const id = `"${call.server}/${call.tool}"`;
+  if (state !== "approved") return `Call to ${id} refused: the plan is not approved`;
+  return `Call to ${id} refused: it is not in the plan the user approved (or was already made as often as ` +
+    "approved); calls that change anything must be the plan's, with the same arguments " +
+    "(CODEMODE_PLAN_UNPLANNED=ask asks about such calls instead)";
 }

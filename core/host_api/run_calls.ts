@@ -1,11 +1,13 @@
 /**
  * What one run's calls into the host share: the context every call is served with (built once per run,
- * since calls are the hot path), approvals asked with the run's clock stopped, the calls a dry run
- * planned, the run's plans (runtime.plan), and the notes calls leave for the result.
+ * since calls are the hot path), approvals asked with the run's clock stopped (each wait a span of the
+ * run's trace, under the call it is about), the calls a dry run planned, the run's plans (runtime.plan),
+ * and the notes calls leave for the result.
  * @module
  */
 import type { RunResult } from "../contracts/output.ts";
-import type { Approver } from "./approvals.ts";
+import type { ApprovalAnswer, ApprovalRequest, Approver } from "./approvals.ts";
+import { ATTR, inSpan } from "../observe/trace.ts";
 import { PlannedCalls } from "./dry_run.ts";
 import { RunPlans } from "./plans.ts";
 import type { RpcContext } from "./rpc.ts";
@@ -28,7 +30,9 @@ export class RunCalls {
       session,
       signal,
       requestId: run.requestId,
-      ...(approve ? { approve: (request) => clock.during(() => approve(request, signal)) } : {}),
+      ...(approve
+        ? { approve: (request) => approvalWait(request, () => clock.during(() => approve(request, signal))) }
+        : {}),
       plan: (call) => this.#planned.add(call),
       note: (text) => void this.#notes.add(text),
       plans: new RunPlans(),
@@ -47,4 +51,19 @@ export class RunCalls {
       ...(planned.length ? { plannedCalls: planned } : {}),
     };
   }
+}
+
+/** Waits for a person's answer in a span of its own: what was asked (never the arguments) and the outcome. */
+function approvalWait(request: ApprovalRequest, ask: () => Promise<ApprovalAnswer>): Promise<ApprovalAnswer> {
+  const asked = {
+    "codemode.approval.kind": request.kind ?? "call",
+    [ATTR.server]: request.server,
+    // A plan's question: how many calls it puts to the person (never their arguments or its description).
+    "codemode.approval.calls": request.plan?.calls,
+  };
+  return inSpan("approval.wait", { ...asked, "codemode.approval.subject": request.tool }, async (span) => {
+    const answer = await ask();
+    span.set({ "codemode.approval.outcome": answer.outcome, "codemode.approval.scope": answer.scope });
+    return answer;
+  });
 }

@@ -12,6 +12,7 @@ import { checkCalls, type SkillCall } from "../skills/check.ts";
 import type { Policy } from "../config/policy.ts";
 import type { SkillsMode } from "../skills/sources.ts";
 import { RpcError, type RpcHandler } from "./rpc.ts";
+import { inSpan } from "../observe/trace.ts";
 
 /** One RPC method: params and the call's context in, a JSON value out. */
 export type RpcMethod = (
@@ -64,6 +65,45 @@ export function skillMethods(deps: SkillsApiDeps): Record<string, RpcMethod> {
     return { skills, skill };
   };
 
+  async function readSkill(params: Record<string, unknown>) {
+    const name = stringParam(params, "name");
+    await store();
+    const slash = name.indexOf("/");
+    if (slash >= 0) return await upstreamSkill(deps, name.slice(0, slash), name.slice(slash + 1));
+    const { skills, skill } = await localSkill(name);
+    const has = (file: string) => skill.files.some((f) => f.path === file);
+    return {
+      name: skill.name,
+      module: skill.module,
+      description: skill.description,
+      frontmatter: skill.frontmatter,
+      skill_md: await skills.readText(skill.name, MANIFEST_FILE),
+      code: has(CODE_FILE) ? await skills.readText(skill.name, CODE_FILE) : null,
+      digest: skill.files.find((f) => f.path === CODE_FILE)?.digest ?? null,
+      files: skill.files.map((f) => f.path),
+    };
+  }
+
+  async function checkSkillCalls(params: Record<string, unknown>, context: Parameters<RpcMethod>[1]) {
+    await store();
+    const skill = stringParam(params, "skill");
+    const calls = Array.isArray(params.calls) ? params.calls as SkillCall[] : [];
+    const { findings } = await checkCalls(skill, `${skill}/${CODE_FILE}`, calls, {
+      servers: deps.allowedServers(),
+      tools: deps.toolDocs,
+      policy: deps.policy,
+    });
+    for (const finding of findings.slice(0, MAX_NOTES)) {
+      context.note?.(`skill "${skill}" line ${finding.line}: ${finding.message}`);
+    }
+    if (findings.length > MAX_NOTES) {
+      context.note?.(
+        `skill "${skill}": ${findings.length - MAX_NOTES} more findings; run codemode skills check`,
+      );
+    }
+    return findings.map(({ line, kind, message }) => ({ line, kind, message }));
+  }
+
   return {
     async list_skills() {
       const skills = await store();
@@ -86,25 +126,6 @@ export function skillMethods(deps: SkillsApiDeps): Record<string, RpcMethod> {
       return [...local, ...upstream];
     },
 
-    async read_skill(params) {
-      const name = stringParam(params, "name");
-      await store();
-      const slash = name.indexOf("/");
-      if (slash >= 0) return await upstreamSkill(deps, name.slice(0, slash), name.slice(slash + 1));
-      const { skills, skill } = await localSkill(name);
-      const has = (file: string) => skill.files.some((f) => f.path === file);
-      return {
-        name: skill.name,
-        module: skill.module,
-        description: skill.description,
-        frontmatter: skill.frontmatter,
-        skill_md: await skills.readText(skill.name, MANIFEST_FILE),
-        code: has(CODE_FILE) ? await skills.readText(skill.name, CODE_FILE) : null,
-        digest: skill.files.find((f) => f.path === CODE_FILE)?.digest ?? null,
-        files: skill.files.map((f) => f.path),
-      };
-    },
-
     async save_skill(params) {
       // Loaded here, not at the top: it needs the SDK's server side, which most runs never use.
       const { saveSkill, SkillWriteError } = await import("../skills/save.ts");
@@ -124,25 +145,10 @@ export function skillMethods(deps: SkillsApiDeps): Record<string, RpcMethod> {
       }
     },
 
-    async check_skill_calls(params, context) {
-      await store();
-      const skill = stringParam(params, "skill");
-      const calls = Array.isArray(params.calls) ? params.calls as SkillCall[] : [];
-      const { findings } = await checkCalls(skill, `${skill}/${CODE_FILE}`, calls, {
-        servers: deps.allowedServers(),
-        tools: deps.toolDocs,
-        policy: deps.policy,
-      });
-      for (const finding of findings.slice(0, MAX_NOTES)) {
-        context.note?.(`skill "${skill}" line ${finding.line}: ${finding.message}`);
-      }
-      if (findings.length > MAX_NOTES) {
-        context.note?.(
-          `skill "${skill}": ${findings.length - MAX_NOTES} more findings; run codemode skills check`,
-        );
-      }
-      return findings.map(({ line, kind, message }) => ({ line, kind, message }));
-    },
+    // The `skills` importer reads a skill (here), then has its calls checked: each a span of the run.
+    read_skill: (params) => inSpan("skill.read", skillAttributes(params.name), () => readSkill(params)),
+    check_skill_calls: (params, context) =>
+      inSpan("skill.check", skillAttributes(params.skill), () => checkSkillCalls(params, context)),
   };
 }
 
@@ -167,6 +173,11 @@ async function upstreamSkill(deps: SkillsApiDeps, serverName: string, name: stri
     if (error instanceof RangeError) throw new RpcError("KeyError", error.message);
     throw error;
   }
+}
+
+/** A skill's span names the skill (a name sandbox code gave, clipped). */
+function skillAttributes(name: unknown) {
+  return { "codemode.skill": typeof name === "string" ? name.slice(0, 200) : undefined };
 }
 
 function stringParam(params: Record<string, unknown>, key: string): string {

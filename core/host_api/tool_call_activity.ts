@@ -1,13 +1,15 @@
 /**
  * The activity event of one tool call made by sandbox code: which server and tool, the arguments with
  * the server's secrets (and secret-named keys) redacted, the size of the result, the latency and the
- * error. Built only while someone listens to the activity record (a serving process publishes it).
+ * error. Built only while someone listens to the activity record (a serving process publishes it). The
+ * result's part of the call's span, likewise only while tracing is on.
  * @module
  */
 import type { CallToolResult } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../contracts/discovery.ts";
 import { activity } from "../observe/activity.ts";
 import { redactArguments, secretsOf } from "../upstream/redact.ts";
+import { ATTR, type TraceSpan } from "../observe/trace.ts";
 
 /** One call as it was asked for, and resolved so far. */
 export interface ToolCallRecord {
@@ -47,6 +49,16 @@ export function recordToolCall(
     outcome: failed ? "error" : end.result?.isError ? "tool_error" : "ok",
     ...(failed ? { error: (end.error as Error)?.message ?? String(end.error) } : {}),
   });
+}
+
+/** A result on its call's span: its size; `isError` makes the span an error (the tool's text is content). */
+export function traceToolResult(span: TraceSpan, result: CallToolResult): void {
+  if (!span.recording) return;
+  span.set({ "codemode.result.size": resultSize(result) });
+  span.content(ATTR.toolResult, () => result.structuredContent ?? result.content);
+  if (!result.isError) return;
+  const text = (result.content ?? []).find((item) => item.type === "text") as { text?: string } | undefined;
+  span.failWith("tool_error", text?.text);
 }
 
 /** About how many characters a result carries: its texts, encoded data and structured content. */

@@ -42,6 +42,8 @@ export interface RunStartEvent extends EventBase {
   code: string;
   /** Seconds the run may take. */
   timeout: number;
+  /** The run's trace (while tracing is on): a dashboard line leads to the trace in the OTLP backend. */
+  traceId?: string;
 }
 
 /** A run_python call ended. */

@@ -2,7 +2,8 @@
  * Structured logs: one JSON object per line (`time`, `level`, `msg`, then fields) on stderr, or appended
  * to a file (stdout of `serve` belongs to the protocol). Work done for one request runs in a log scope:
  * every line written inside it, however deep (sandbox, RPC, upstream call), carries the scope's
- * `requestId`, and the scope's listener hears it (MCP logging forwards lines to the client that way).
+ * `requestId` (and `traceId` while tracing is on), and the scope's listener hears it (MCP logging
+ * forwards lines to the client that way).
  * @module
  */
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -24,6 +25,8 @@ export type LogListener = (level: LogLevel, msg: string, fields?: Record<string,
 export interface LogScope {
   /** Added to every line written in the scope. */
   requestId?: string;
+  /** The trace of the request's span (while tracing is on), added to every line after the request id. */
+  traceId?: string;
   listener?: LogListener;
   /** Set when the request is over: callbacks that outlive it (an exit noticed later) no longer claim it. */
   ended?: boolean;
@@ -101,11 +104,12 @@ function write(level: LogLevel, msg: string, fields?: Record<string, unknown>): 
   }
   if (RANK[level] < threshold) return;
   const head = { time: new Date().toISOString(), level, msg, ...processFields };
-  sink(
-    JSON.stringify(
-      scope?.requestId ? { ...head, requestId: scope.requestId, ...fields } : { ...head, ...fields },
-    ),
-  );
+  const ids = scope?.traceId
+    ? { requestId: scope.requestId, traceId: scope.traceId }
+    : scope?.requestId
+    ? { requestId: scope.requestId }
+    : undefined;
+  sink(JSON.stringify(ids ? { ...head, ...ids, ...fields } : { ...head, ...fields }));
 }
 
 /** The project's logger. */

@@ -17,6 +17,7 @@ import { stats } from "../observe/stats.ts";
 import type { SandboxFile } from "./file_sender.ts";
 import { copyMounts } from "./mount_copy.ts";
 import type { SessionInfo } from "../observe/serve_state.ts";
+import { noteRunSandbox, type SpanAttributes, startSpan, type TraceSpan } from "../observe/trace.ts";
 
 export type { OutputListener, RunOptions } from "./session.ts";
 
@@ -97,6 +98,8 @@ interface Entry {
   busy: number;
   /** When a run last started or ended here (a counter, for least-recently-used eviction). */
   used: number;
+  /** The span of the sandbox's start: a child of the run that asked for it, else a trace of its own. */
+  startSpan: TraceSpan;
 }
 
 /** The sessions of one codemode process. */
@@ -165,6 +168,7 @@ export class SessionManager {
     if (entry.idle) clearTimeout(entry.idle);
     try {
       const session = await entry.session;
+      noteRunSandbox(sandboxAttributes(session), entry.runs === 1 ? entry.startSpan : undefined);
       let result = await this.#execute(session, code, options);
       if (!session.alive) this.#drop(key, entry);
       const notes = this.#startNotes.get(session);
@@ -332,13 +336,18 @@ export class SessionManager {
         used: ++this.#uses,
         lastUsedAt: new Date(),
         runs: 0,
+        startSpan: startSpan("sandbox.start", { "codemode.session": key }),
       } as Entry;
       created.session = this.#start(key, created);
       created.session.then((s) => {
         created.settled = true;
         created.ready = s;
-      }, () => {
+        created.startSpan.set(sandboxAttributes(s));
+        created.startSpan.end();
+      }, (error) => {
         created.settled = true;
+        created.startSpan.fail(error);
+        created.startSpan.end();
         this.#drop(key, created);
       });
       this.#entries.set(key, created);
@@ -490,6 +499,15 @@ export class SessionManager {
     if (entry.idle) clearTimeout(entry.idle);
     void entry.session.then((s) => s.kill(), () => {});
   }
+}
+
+/** What a run's span and its sandbox's start say about the sandbox. */
+function sandboxAttributes(session: SandboxSession): SpanAttributes {
+  return {
+    "codemode.sandbox": session.name,
+    "codemode.runtime": session.runtime,
+    "codemode.isolation": session.isolation,
+  };
 }
 
 /** The result of a run that never started: nothing ran, the session (if any) is untouched. */

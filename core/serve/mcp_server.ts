@@ -26,6 +26,7 @@ import type { ApprovalBroker } from "../host_api/approvals.ts";
 import { requestApprover } from "./elicitation.ts";
 import { whenInitialized } from "./prewarm.ts";
 import { recordRunEnd, recordRunStart } from "./run_activity.ts";
+import { requestTrace, traceRun, traceRunEnd } from "./run_trace.ts";
 import { RunTasks, type TaskHandle } from "./tasks.ts";
 import { serveToolCalls } from "./tool_calls.ts";
 
@@ -111,6 +112,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     const notify = task?.notify ?? ctx.mcpReq.notify;
     const progress = progressStream(notify, ctx.mcpReq._meta?.progressToken);
     const scope: LogScope = { requestId, listener: logForwarder(notify, () => clientLevel, requestId) };
+    const span = traceRun(scope, { code, session: options.sessionKey, ...requestTrace(ctx) });
     const limits = task
       ? { default: options.maxTaskTime!, max: options.maxTaskTime!, name: "CODEMODE_MAX_TASK_TIME" }
       : { default: options.defaultTimeout, max: options.maxTimeout, name: "CODEMODE_MAX_TIMEOUT" };
@@ -125,9 +127,11 @@ export function createMcpServer(options: McpServerOptions): McpServer {
           approve: options.approvals &&
             requestApprover(options.approvals, options.sessionKey, requestId, server.server, ctx),
         }));
+      traceRunEnd(span, scope, result);
       await progress?.flush();
     } finally {
       scope.ended = true;
+      span.end();
     }
     const rendered = options.output.render(result);
     if (result.artifacts?.length) server.sendResourceListChanged();

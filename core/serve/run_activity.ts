@@ -7,10 +7,12 @@
 import { Buffer } from "node:buffer";
 import type { RunResult } from "../contracts/output.ts";
 import { activity, type DisplayEntry } from "../observe/activity.ts";
+import { currentLogScope } from "../observe/log.ts";
 
-/** A run began in `session`. */
+/** A run began in `session` (in its log scope: the run's trace id, while tracing is on, goes with it). */
 export function recordRunStart(run: string, session: string, code: string, timeout: number): void {
-  activity.record({ kind: "run.start", run, session, code, timeout });
+  const traceId = currentLogScope()?.traceId;
+  activity.record({ kind: "run.start", run, session, code, timeout, ...(traceId ? { traceId } : {}) });
 }
 
 /** A run ended with `result`. */

@@ -20,6 +20,7 @@ import {
 import type { ServerSpec } from "../contracts/discovery.ts";
 import type { AuthState, ServerAuth } from "../auth/server_auth.ts";
 import { log } from "../observe/log.ts";
+import { ATTR, inSpan, type TraceContext, type TraceSpan } from "../observe/trace.ts";
 import { redact, redactToolError, secretForms, secretsOf } from "./redact.ts";
 import { serverEnv } from "./safe_env.ts";
 import { stats } from "../observe/stats.ts";
@@ -77,6 +78,8 @@ export interface CallOptions {
   /** Overrides the server's timeout for this call. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** The trace context of the host's span for this call, sent as the request's `_meta`. */
+  meta?: TraceContext;
 }
 
 interface Session {
@@ -213,7 +216,13 @@ export class UpstreamConnection {
     const timeoutMs = this.#timeout(options.timeoutMs);
     try {
       session = await this.#readyUnlessAborted(tool, options.signal);
-      const result = await send(session, tool, args, { timeout: timeoutMs, signal: options.signal });
+      const result = await send(
+        session,
+        tool,
+        args,
+        { timeout: timeoutMs, signal: options.signal },
+        options.meta,
+      );
       const invalid = await checkToolResult(this.#validator, session.byName?.get(tool), result);
       if (invalid) {
         throw new UpstreamCallError(
@@ -288,7 +297,13 @@ export class UpstreamConnection {
     if (this.#state === "ready" && this.#session && !this.#session.ended) {
       return Promise.resolve(this.#session);
     }
-    this.#starting ??= this.#start().finally(() => (this.#starting = undefined));
+    // A span of the trace that needed the server first (a tool call, a catalog listing), while tracing is on.
+    this.#starting ??= inSpan(
+      "initialize",
+      { [ATTR.mcpMethod]: "initialize", [ATTR.server]: this.spec.name },
+      (span) => this.#start(span),
+      { kind: "client" },
+    ).finally(() => (this.#starting = undefined));
     return this.#starting;
   }
 
@@ -317,7 +332,7 @@ export class UpstreamConnection {
     );
   }
 
-  async #start(): Promise<Session> {
+  async #start(span: TraceSpan): Promise<Session> {
     this.#starts++;
     this.#state = "starting";
     this.#session = undefined;
@@ -355,6 +370,10 @@ export class UpstreamConnection {
       this.#session = session;
       this.#state = "ready";
       stats.upstreamStart(name, true);
+      span.set({
+        [ATTR.transport]: session.kind === "stdio" ? "pipe" : "tcp",
+        "mcp.protocol.version": session.client.getNegotiatedProtocolVersion(),
+      });
       log.info("upstream server ready", { server: name, transport: session.kind, pid: session.pid });
       return session;
     } catch (error) {
@@ -549,8 +568,9 @@ function send(
   tool: string,
   args: Record<string, unknown>,
   options: { timeout: number; signal?: AbortSignal },
+  meta?: TraceContext,
 ): Promise<CallToolResult> {
-  const params = { name: tool, arguments: args };
+  const params = meta ? { name: tool, arguments: args, _meta: { ...meta } } : { name: tool, arguments: args };
   if (session.client.getProtocolEra() === "legacy") {
     return session.client.request({ method: "tools/call", params }, specTypeSchemas.CallToolResult, options);
   }

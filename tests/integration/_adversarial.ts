@@ -21,6 +21,7 @@ import { type OAuthTestServer, startOAuthServer } from "../testdata/servers/oaut
 import { login } from "../../core/auth/login.ts";
 import { TokenStore } from "../../core/auth/token_store.ts";
 import { approve } from "./_oauth.ts";
+import { type OtlpReceiver, startOtlpReceiver } from "./_otlp_receiver.ts";
 
 /** What one attempt may use. */
 export interface Ctx {
@@ -50,7 +51,8 @@ export interface Attempt {
     | "skills"
     | "approvals"
     | "registry"
-    | "jobs";
+    | "jobs"
+    | "tracing";
   name: string;
   /** Python, run after the prelude; prints its findings with report(...). */
   code?: string;
@@ -90,6 +92,10 @@ export interface Fixtures {
   servers: Record<string, unknown>;
   /** The OAuth-protected server behind the "oauth" entry. */
   oauth: OAuthTestServer;
+  /** The collector the serve exports its traces to. */
+  otlp: OtlpReceiver;
+  /** Where the "trace" server records the `_meta` of each call it gets. */
+  traceFile: string;
   /** Logs the "oauth" server in under `stateDir` (before serve starts); its tokens join `secrets`. */
   login(stateDir: string): Promise<void>;
   /** What reached the host listeners so far. */
@@ -161,6 +167,10 @@ export async function fixtures(paths: Paths): Promise<Fixtures> {
   const oauth = await startOAuthServer();
   closers.push(() => oauth.close());
 
+  // The collector the serve's spans go to: no secret may reach it either.
+  const otlp = await startOtlpReceiver();
+  closers.push(() => otlp.close());
+
   const vaultSecret = `vault-secret-${crypto.randomUUID()}`;
   const faulty = (...flags: string[]) => ["run", "-A", "--quiet", paths.faultyServer, ...flags];
   const servers = {
@@ -193,6 +203,11 @@ export async function fixtures(paths: Paths): Promise<Fixtures> {
       env: { NOTES_FILE: join(markerDir, "notes.txt") },
     },
     oauth: { type: "http", url: oauth.mcpUrl, description: "Needs OAuth; codemode holds its tokens" },
+    trace: {
+      command: paths.deno,
+      args: ["run", "-A", "--quiet", join(paths.repoRoot, "tests/testdata/servers/trace_server.ts")],
+      env: { META_FILE: join(markerDir, "trace-meta.jsonl"), TRACE_SECRET: vaultSecret },
+    },
   };
   const secrets = [vaultSecret, SERVER_SECRET, HOST_SECRET];
 
@@ -214,6 +229,8 @@ export async function fixtures(paths: Paths): Promise<Fixtures> {
     notesFile: join(markerDir, "notes.txt"),
     servers,
     oauth,
+    otlp,
+    traceFile: join(markerDir, "trace-meta.jsonl"),
     async login(stateDir) {
       const spec = {
         name: "oauth",
@@ -347,6 +364,7 @@ export function prelude(fix: Fixtures): string {
       seen: undefined,
       close: undefined,
       oauth: undefined,
+      otlp: undefined,
       login: undefined,
     }),
   );

@@ -1,7 +1,8 @@
 /**
  * The adversarial suite for one engine: every attempt of a table run through one real `codemode serve` over
- * stdio with the SDK client, each followed by a check that the server still runs code; then a last test
- * that no container of that serve is left and no answer held a secret. adversarial_test.ts runs it on
+ * stdio with the SDK client, exporting traces to a collector of the suite's own, each followed by a check
+ * that the server still runs code; then a last test that no container of that serve is left and no secret
+ * appeared in any answer or reached the collector. adversarial_test.ts runs it on
  * podman and docker, adversarial_gvisor_test.ts on podman under gVisor.
  * @module
  */
@@ -76,6 +77,9 @@ export async function adversarialSuite(options: SuiteOptions): Promise<void> {
           // Servers may be added from the registry with the person's approval, which never comes.
           CODEMODE_REGISTRY_URL: registry.url,
           CODEMODE_ADD_SERVERS: "ask",
+          // Every attempt is traced: the collector is one more place no secret may reach.
+          CODEMODE_OTLP_ENDPOINT: fix.otlp.url,
+          OTEL_BSP_SCHEDULE_DELAY: "200",
           ...options.env,
         },
         home,
@@ -120,7 +124,8 @@ export async function adversarialSuite(options: SuiteOptions): Promise<void> {
   }
 
   Deno.test({
-    name: `${label}: after every attempt no container of the serve is left and no answer held a secret`,
+    name:
+      `${label}: after every attempt no container of the serve is left and no secret reached an answer or the collector`,
     ignore: !usable,
     sanitizeOps: false,
     sanitizeResources: false,
@@ -153,6 +158,16 @@ export async function adversarialSuite(options: SuiteOptions): Promise<void> {
         }
       }
       assert.ok(answers.length > 0, "no answer to sweep for secrets");
+      const exported = ctx.fix.otlp.bodies.map((b) => new TextDecoder("latin1").decode(b)).join("\n");
+      for (const secret of everySecret) {
+        assert.ok(!exported.includes(secret), "a secret reached the collector");
+      }
+      assert.ok(ctx.fix.otlp.spans.length > 0, "the serve's spans reached the collector");
+      // Every sandbox start names the isolation it ran under (runc's "container", or "gvisor").
+      const starts = ctx.fix.otlp.spans.filter((span) => span.name === "sandbox.start");
+      assert.deepEqual([...new Set(starts.map((span) => span.attributes["codemode.isolation"]))], [
+        ctx.isolation,
+      ]);
     },
   });
 }

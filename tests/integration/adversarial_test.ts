@@ -1,13 +1,14 @@
 /**
  * The adversarial suite: more than fifty named escape and abuse attempts by sandbox code (network,
  * filesystem, privileges, resources, protocol forgery, secrets of MCP servers, the host environment,
- * artifacts, mounts, skills, approvals, servers added from a registry, and background jobs),
- * each run through a real `codemode serve` over stdio with the SDK client, on every container engine that
- * is set up. After each attempt: the call was answered within a bound, the server still runs code. At the
- * end: no container of that serve process is left, and no secret appeared in any answer. Then the
- * dashboard's attacks (_attempts_dashboard.ts): other origins, other Hosts, stolen codes and cookies,
- * files planted by another local user, traversal in run image and artifact names, other sessions'
- * artifacts, script in displays, forged answers to a pending approval.
+ * artifacts, mounts, skills, approvals, servers added from a registry, background jobs and trace context), each run
+ * through a real `codemode serve` over stdio with the SDK client, on every container engine that is set
+ * up, exporting traces to a collector of the suite's own. After each attempt: the call was answered within
+ * a bound, the server still runs code. At the end: no container of that serve process is left, and no
+ * secret appeared in any answer or reached the collector. Then the dashboard's attacks
+ * (_attempts_dashboard.ts): other origins, other Hosts, stolen codes and cookies, files planted by another
+ * local user, traversal in run image and artifact names, other sessions' artifacts, script in displays,
+ * forged answers to a pending approval.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -24,6 +25,7 @@ import { approvals } from "./_attempts_approvals.ts";
 import { registry as registryAttempts } from "./_attempts_registry.ts";
 import { jobs } from "./_attempts_jobs.ts";
 import { oauthTokens } from "./_attempts_oauth.ts";
+import { tracing } from "./_attempts_trace.ts";
 import { fakeHome, serve } from "./_serve.ts";
 import { TEST_IMAGE } from "./_harness.ts";
 import {
@@ -51,6 +53,7 @@ const ATTEMPTS: Attempt[] = [
   ...approvals,
   ...registryAttempts,
   ...jobs,
+  ...tracing,
 ];
 Deno.test("the adversarial table has at least 30 distinct attempts", () => {
   const names = ATTEMPTS.map((a) => `${a.area}: ${a.name}`);

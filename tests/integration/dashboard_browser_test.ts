@@ -22,6 +22,7 @@ import { connectHttp, type HttpServe, startHttpServe } from "./_serve_http.ts";
 import { HAVE_CHROMIUM, launchBrowser, screenshotPath, startUi, type UiProcess } from "./_browser.ts";
 import { type AskingClient, askingClient, reply } from "./_approvals.ts";
 import { startRegistry, type TestRegistry } from "./_registry.ts";
+import { type OtlpReceiver, startOtlpReceiver } from "./_otlp_receiver.ts";
 import { execFileSync } from "node:child_process";
 
 const runtime = podman();
@@ -43,6 +44,8 @@ interface World {
   problems: string[];
   dialogs: string[];
   registry: TestRegistry;
+  /** The collector the serve exports its traces to. */
+  otlp: OtlpReceiver;
 }
 
 let world: Promise<World> | undefined;
@@ -56,6 +59,7 @@ const setUp = () =>
       `cache=${execFileSync("npm", ["config", "get", "cache"]).toString().trim()}\n`,
     );
     const registry = await startRegistry();
+    const otlp = await startOtlpReceiver();
     const asking = askingClient("codemode-tests", reply.never());
     const served = await serve(
       {
@@ -64,6 +68,9 @@ const setUp = () =>
         CODEMODE_CONFIRM_TOOLS: "memory/delete_entities",
         CODEMODE_REGISTRY_URL: registry.url,
         CODEMODE_ADD_SERVERS: "ask",
+        // Traced: a run's view shows its trace id.
+        CODEMODE_OTLP_ENDPOINT: otlp.url,
+        OTEL_BSP_SCHEDULE_DELAY: "100",
       },
       home,
       asking.client,
@@ -72,7 +79,7 @@ const setUp = () =>
     const browser = await launchBrowser();
     const page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 820 });
-    const w: World = { home, served, asking, ui, browser, page, problems: [], dialogs: [], registry };
+    const w: World = { home, served, asking, ui, browser, page, problems: [], dialogs: [], registry, otlp };
     page.on("console", (m) => m.type() === "error" && w.problems.push(`console: ${m.text()}`));
     page.on("pageerror", (e) => w.problems.push(`page error: ${e}`));
     page.on("dialog", (d) => {
@@ -172,6 +179,9 @@ total`;
   assert.match(calls[0].args!, /"a": 40/);
   const detail = await w.page.$eval("tr.detail", (el) => el.textContent);
   assert.match(detail!, /the total is The sum of 40 and 2 is 42/);
+  // The run's trace id, as the collector got the run's span: a dashboard line leads to the trace.
+  const traceId = await w.page.$eval("tr.detail [data-trace]", (el) => el.textContent);
+  await w.otlp.waitFor((spans) => spans.filter((s) => s.traceId === traceId && s.kind === 2));
   await w.served.run("# a failing run shows its traceback\nimport json\njson.loads('{not json')");
   await runRow(w.page, "# a failing run", 0);
   await w.page.screenshot({ path: screenshotPath("dashboard-runs") });
@@ -582,5 +592,6 @@ Deno.test({
     await w.ui.stop();
     await w.served.close();
     await w.registry.close();
+    await w.otlp.close();
   },
 });

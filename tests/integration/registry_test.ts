@@ -6,6 +6,8 @@
  * declined, off, denied by policy, hostile entries and secrets from sandbox code: refused with the reason,
  * nobody asked where the rules say so, and nothing spawned (checked in the process table). A registry that
  * is down is a clear error and the serve keeps serving. Over HTTP, an added server is its session's alone.
+ * The shared serve exports traces with content on: an added server's calls are spans like any other, and
+ * the secret a person gave it is redacted from what reaches the collector.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -16,6 +18,7 @@ import { connectHttp, eventually, startHttpServe } from "./_serve_http.ts";
 import { askingClient, type Reply } from "./_approvals.ts";
 import { startRegistry, type TestRegistry } from "./_registry.ts";
 import { TEST_IMAGE } from "./_harness.ts";
+import { type OtlpReceiver, startOtlpReceiver } from "./_otlp_receiver.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
 
 const usable = (await podman().detect()).available && await podman().imageExists(TEST_IMAGE);
@@ -76,12 +79,15 @@ const approveWith = (values: Record<string, string> = {}, scope = "session"): Re
 });
 
 let shared:
-  | Promise<{ s: Served; registry: TestRegistry; asking: ReturnType<typeof askingClient> }>
+  | Promise<
+    { s: Served; registry: TestRegistry; asking: ReturnType<typeof askingClient>; otlp: OtlpReceiver }
+  >
   | undefined;
-/** One serve for the tests below: adding asks, server-everything's package is denied. */
+/** One serve for the tests below: adding asks, server-everything's package is denied; traces go to `otlp`. */
 function world() {
   shared ??= (async () => {
     const registry = await startRegistry();
+    const otlp = await startOtlpReceiver();
     const asking = askingClient("registry-tests", approveWith());
     const s = await serve(
       {
@@ -89,14 +95,18 @@ function world() {
         CODEMODE_REGISTRY_URL: registry.url,
         CODEMODE_ADD_SERVERS: "ask",
         CODEMODE_ADD_DENY: "npm:@modelcontextprotocol/server-everything",
+        CODEMODE_OTLP_ENDPOINT: otlp.url,
+        CODEMODE_TRACE_CONTENT: "1",
+        OTEL_BSP_SCHEDULE_DELAY: "100",
       },
       registryHome(),
       asking.client,
     ).catch(async (error) => {
       await registry.close();
+      await otlp.close();
       throw error;
     });
-    return { s, registry, asking };
+    return { s, registry, asking, otlp };
   })();
   return shared;
 }
@@ -158,6 +168,23 @@ meta = {m["name"]: [t["name"] for t in m["tools"]] for m in runtime.list_loaded_
   await s.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)");
   const again = await s.run(`[e["name"] for e in (await mcp_mem.read_graph())["entities"]]`, 60);
   assert.equal(again.structured.value, "['registry-test']", again.text);
+
+  // Its calls are spans of the run like any other; a result quoting the secret the person gave it (as a
+  // careless server might) reaches the collector redacted, though content is on.
+  const { otlp } = await world();
+  const quoted = await s.run(`await mcp_mem.add_observations(observations=[{"entityName": "registry-test",
+    "contents": ["key ${SECRET}"]}])
+len((await mcp_mem.read_graph())["entities"])`);
+  assert.equal(quoted.structured.value, "1", quoted.text);
+  const [read] = await otlp.waitFor((all) =>
+    all.filter((span) =>
+      span.name === "tools/call read_graph" && span.attributes["codemode.server"] === "mem" &&
+      String(span.attributes["gen_ai.tool.call.result"]).includes("key ")
+    )
+  );
+  assert.match(String(read.attributes["gen_ai.tool.call.result"]), /key \[redacted\]/);
+  const exported = otlp.bodies.map((b) => new TextDecoder("latin1").decode(b)).join("\n");
+  assert.ok(!exported.includes(SECRET), "the added server's secret reached the collector");
 
   // The pre-run check knows the session's added server: a misspelt tool of it stops the run before the
   // write above it, while the same program that adds a server (the first run) was never a finding.
@@ -435,7 +462,8 @@ hits = [h["server"] for h in await runtime.search_tool_docs("read graph", limit=
 
 test("closing the shared serve", async () => {
   if (!shared) return;
-  const { s, registry } = await shared;
+  const { s, registry, otlp } = await shared;
   await s.close();
   await registry.close();
+  await otlp.close();
 });

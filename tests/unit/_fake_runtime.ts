@@ -1,10 +1,36 @@
 /**
  * A fake runtime plugin for session-manager tests: each sandbox speaks the protocol (bootstrap -> ready,
  * execute -> done with the code echoed as the value, shutdown -> exit), and launching and becoming ready
- * can be slowed down or made to fail.
+ * can be slowed down or made to fail; and a session manager over it with small limits.
  * @module
  */
 import type { RuntimePlugin, SandboxProcess } from "../../core/contracts/runtime.ts";
+import { SessionManager, type SessionManagerOptions } from "../../core/sandbox/session_manager.ts";
+
+/** A session manager over `runtime` (a fake one, usually), with small limits that `options` override. */
+export function fakeSessions(
+  runtime: RuntimePlugin | (() => Promise<RuntimePlugin>),
+  options: Partial<SessionManagerOptions> = {},
+): SessionManager {
+  return new SessionManager({
+    runtime: typeof runtime === "function" ? runtime : () => Promise.resolve(runtime),
+    image: "none",
+    limits: { memory: "64m", pids: 8 },
+    command: ["python3", "-c", "pass"],
+    bootstrap: () => ({
+      type: "bootstrap",
+      main: "",
+      modules: {},
+      packages: [],
+      config: { max_output: 1024, servers: [] },
+    }),
+    rpc: () => Promise.resolve(null),
+    maxOutput: 1024,
+    idleTimeout: 300,
+    graceSeconds: 0.2,
+    ...options,
+  });
+}
 
 /** What the fake's sandboxes did. */
 export interface FakeTally {

@@ -197,3 +197,16 @@ Deno.test("start-up loads only what a command needs: --version and --help before
   const eager = staticImports("cli/program.ts").filter((file) => handlers.includes(file));
   assert.deepEqual(eager, [], "command handlers cli/program.ts imports statically");
 });
+
+Deno.test("OpenTelemetry loads only when tracing starts: one file imports it, and that file only on demand", () => {
+  const otel = productFiles().filter((file) =>
+    staticImports(file).some((spec) => spec.startsWith("@opentelemetry/"))
+  );
+  assert.deepEqual(otel, ["core/observe/otel.ts"], "files that import OpenTelemetry statically");
+  const importers = [...importGraph()].filter(([, targets]) => targets.includes("core/observe/otel.ts"));
+  const statically = importers.map(([file]) => file).filter((file) =>
+    staticImports(file).includes("core/observe/otel.ts")
+  );
+  assert.deepEqual(statically, [], "files that import otel.ts statically");
+  assert.ok(importers.length > 0, "something imports otel.ts on demand");
+});

@@ -1,33 +1,10 @@
 import assert from "node:assert/strict";
 import type { RuntimePlugin } from "../../core/contracts/runtime.ts";
-import { SessionManager, type SessionManagerOptions } from "../../core/sandbox/session_manager.ts";
-import { fakeRuntime } from "./_fake_runtime.ts";
+import { fakeRuntime, fakeSessions } from "./_fake_runtime.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function manager(
-  runtime: RuntimePlugin | (() => Promise<RuntimePlugin>),
-  options: Partial<SessionManagerOptions> = {},
-) {
-  return new SessionManager({
-    runtime: typeof runtime === "function" ? runtime : () => Promise.resolve(runtime),
-    image: "none",
-    limits: { memory: "64m", pids: 8 },
-    command: ["python3", "-c", "pass"],
-    bootstrap: () => ({
-      type: "bootstrap",
-      main: "",
-      modules: {},
-      packages: [],
-      config: { max_output: 1024, servers: [] },
-    }),
-    rpc: () => Promise.resolve(null),
-    maxOutput: 1024,
-    idleTimeout: 300,
-    graceSeconds: 0.2,
-    ...options,
-  });
-}
+const manager = fakeSessions;
 
 /** Waits until `check` holds (or fails after `ms`). */
 async function until(check: () => boolean, ms = 3000): Promise<void> {

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { stats } from "../../core/observe/stats.ts";
 import type { RuntimePlugin, SandboxProcess } from "../../core/contracts/runtime.ts";
 import type { RunResult } from "../../core/contracts/output.ts";
-import { SessionManager } from "../../core/sandbox/session_manager.ts";
+import type { SessionManager } from "../../core/sandbox/session_manager.ts";
+import { fakeSessions } from "./_fake_runtime.ts";
 import { RunSlots } from "../../core/sandbox/run_slots.ts";
 
 const encoder = new TextEncoder();
@@ -77,24 +78,7 @@ function fakeRuntime(): RuntimePlugin & { tally: Tally } {
 }
 
 function manager(runtime: RuntimePlugin, caps: { maxSessions?: number; maxRuns?: number }): SessionManager {
-  return new SessionManager({
-    runtime: () => Promise.resolve(runtime),
-    image: "unused",
-    limits: { memory: "64m", pids: 8 },
-    command: ["python3"],
-    bootstrap: () => ({
-      type: "bootstrap",
-      modules: {},
-      packages: [],
-      main: "codemode_runtime",
-      config: { max_output: 1000, servers: [] },
-    }),
-    rpc: () => Promise.resolve(null),
-    maxOutput: 1000,
-    idleTimeout: 300,
-    graceSeconds: 1,
-    ...caps,
-  });
+  return fakeSessions(runtime, { graceSeconds: 1, ...caps });
 }
 
 Deno.test("RunSlots grants in arrival order and a waiter gives up at its deadline or abort", async () => {

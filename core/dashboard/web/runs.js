@@ -140,7 +140,9 @@ export function RunDetail({ run, serve }) {
   return html`<div class="run-detail" data-detail=${run.id}>
     <p class="muted">Run <span class="mono">${run.id}</span>${
     run.start ? html`, timeout ${run.start.timeout} s` : null
-  }${end?.sessionLost ? html`, <span class="bad">the sandbox was lost</span>` : null}</p>
+  }${run.start?.traceId ? html`, trace <span class="mono" data-trace>${run.start.traceId}</span>` : null}${
+    end?.sessionLost ? html`, <span class="bad">the sandbox was lost</span>` : null
+  }</p>
     <${Block} title="code" text=${run.start?.code} kind="code" />
     <${Block} title="stdout" text=${end?.stdout} />
     <${Block} title="stderr" text=${end?.stderr} kind="stderr" />

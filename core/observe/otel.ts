@@ -1,0 +1,306 @@
+/**
+ * The OpenTelemetry side of tracing, loaded only when tracing is on (trace.ts imports it on demand): a
+ * tracer provider whose spans are batched and exported over OTLP/HTTP (protobuf) by the SDK's exporter,
+ * the W3C propagator for `traceparent` in and out, and the span object codemode's code holds. Exports
+ * never block a run: spans wait in the batch queue (bounded; the oldest are dropped when it is full), and
+ * an unreachable collector costs a warning at most once a minute.
+ * @module
+ */
+import {
+  type Context,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  type Link,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from "@opentelemetry/api";
+import { ExportResultCode, W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  resourceFromAttributes,
+} from "@opentelemetry/resources";
+import {
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_SERVICE_NAME,
+  ATTR_SERVICE_VERSION,
+} from "@opentelemetry/semantic-conventions";
+import { hostname } from "node:os";
+import { log } from "./log.ts";
+import type {
+  ExportStatus,
+  SpanAttributes,
+  SpanStart,
+  TraceContext,
+  Tracer,
+  TraceSpan,
+  TracingOptions,
+} from "./span.ts";
+import { shownUrl } from "./span.ts";
+
+/** Longest error message a span keeps. */
+const MAX_MESSAGE = 300;
+/** Longest content attribute (code, arguments, results) a span keeps. */
+const MAX_CONTENT = 4096;
+/** An unreachable collector is reported at most this often. */
+const WARN_EVERY_MS = 60_000;
+
+const propagator = new W3CTraceContextPropagator();
+const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT };
+
+/** A tracer provider exporting to `options.url`, batched as the OTEL_BSP_* variables say. */
+export function createTracer(options: TracingOptions): Tracer {
+  const exporter = new WatchedExporter(new OTLPTraceExporter({ url: options.url }), options.url);
+  const protocol = options.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? options.env.OTEL_EXPORTER_OTLP_PROTOCOL;
+  if (protocol && protocol.trim() !== "http/protobuf") {
+    log.warn("codemode exports traces as http/protobuf only; the protocol asked for is ignored", {
+      protocol,
+    });
+  }
+  const number = (name: string) => {
+    const value = Number(options.env[name]);
+    return Number.isFinite(value) && value > 0 ? value : undefined;
+  };
+  const provider = new TracerProvider({
+    resource: defaultResource()
+      .merge(resourceFromAttributes({
+        [ATTR_SERVICE_NAME]: "codemode",
+        [ATTR_SERVICE_VERSION]: options.version,
+        "host.name": hostname(),
+        "process.pid": process.pid,
+        // The fleet node (CODEMODE_NODE_ID, else the host name): which node of a fleet a trace ran on.
+        "codemode.node": options.node,
+      }))
+      // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, as everywhere else.
+      .merge(detectResources({ detectors: [envDetector] })),
+    spanLimits: { attributeValueLengthLimit: MAX_CONTENT, linkCountLimit: 16, eventCountLimit: 16 },
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter,
+        scheduledDelayMillis: number("OTEL_BSP_SCHEDULE_DELAY"),
+        maxQueueSize: number("OTEL_BSP_MAX_QUEUE_SIZE"),
+        maxExportBatchSize: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+        exportTimeoutMillis: number("OTEL_BSP_EXPORT_TIMEOUT"),
+      }),
+    ],
+  });
+  const tracer = provider.getTracer("codemode", options.version);
+  const clip = (text: string, max: number) => text.length > max ? text.slice(0, max - 1) + "…" : text;
+  const shape: SpanShape = {
+    message: (text) => clip(options.redact(text), MAX_MESSAGE),
+    content: options.content ? (text) => clip(options.redact(text), MAX_CONTENT) : undefined,
+  };
+  return {
+    start(start: SpanStart): TraceSpan {
+      const parent = start.parent instanceof OtelSpan
+        ? start.parent.otelContext
+        : start.remote
+        ? remoteContext(start.remote)
+        : ROOT_CONTEXT;
+      const links = start.links?.flatMap((c) => {
+        const context = trace.getSpanContext(remoteContext(c));
+        return context ? [{ context } satisfies Link] : [];
+      });
+      const span = tracer.startSpan(start.name, {
+        kind: KINDS[start.kind ?? "internal"],
+        attributes: defined(start.attributes ?? {}),
+        ...(links?.length ? { links } : {}),
+      }, parent);
+      return new OtelSpan(span, trace.setSpan(parent, span), shape);
+    },
+    status: () => exporter.status(),
+    async shutdown(timeoutMs) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        provider.shutdown(),
+        new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+      ]).finally(() => clearTimeout(timer));
+    },
+  };
+}
+
+/** How a span words what it keeps: messages always, content (code, arguments) only when asked for. */
+interface SpanShape {
+  message: (text: string) => string;
+  content?: (text: string) => string;
+}
+
+/** A span codemode holds: the SDK's span and the context that makes it a parent. */
+class OtelSpan implements TraceSpan {
+  #ended = false;
+  /** The first failure recorded wins: an `isError` result that unwrapping then throws is one failure. */
+  #failed = false;
+
+  constructor(readonly span: Span, readonly otelContext: Context, private readonly shape: SpanShape) {}
+
+  get traceId(): string {
+    return this.span.spanContext().traceId;
+  }
+
+  get recording(): boolean {
+    return this.span.isRecording();
+  }
+
+  set(attributes: SpanAttributes): void {
+    this.span.setAttributes(defined(attributes));
+  }
+
+  content(key: string, value: () => unknown): void {
+    if (!this.shape.content || !this.recording) return;
+    const raw = value();
+    this.span.setAttribute(
+      key,
+      this.shape.content(typeof raw === "string" ? raw : JSON.stringify(raw) ?? ""),
+    );
+  }
+
+  rename(name: string): void {
+    this.span.updateName(name);
+  }
+
+  fail(error: unknown, type?: string): void {
+    if (!this.recording || this.#failed) return;
+    this.#failed = true;
+    const name = error instanceof Error ? error.name : typeof error;
+    const message = this.shape.message(error instanceof Error ? error.message : String(error));
+    // Not recordException: its stack trace repeats the message unredacted and names host paths.
+    this.span.addEvent("exception", { "exception.type": name, "exception.message": message });
+    this.span.setAttribute(ATTR_ERROR_TYPE, type ?? name);
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message });
+  }
+
+  failWith(type: string, detail?: string): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.span.setAttribute(ATTR_ERROR_TYPE, type);
+    const message = detail !== undefined && this.shape.content ? this.shape.content(detail) : undefined;
+    this.span.setStatus({ code: SpanStatusCode.ERROR, ...(message ? { message } : {}) });
+  }
+
+  link(other: TraceSpan): void {
+    if (other instanceof OtelSpan) this.span.addLink({ context: other.span.spanContext() });
+  }
+
+  context(): TraceContext | undefined {
+    const carrier: Record<string, string> = {};
+    propagator.inject(this.otelContext, carrier, defaultTextMapSetter);
+    return carrier.traceparent
+      ? {
+        traceparent: carrier.traceparent,
+        ...(carrier.tracestate ? { tracestate: carrier.tracestate } : {}),
+      }
+      : undefined;
+  }
+
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.span.end();
+  }
+}
+
+/** The parent a remote context names (the W3C propagator validates it; an invalid one is no parent). */
+function remoteContext(remote: TraceContext): Context {
+  return propagator.extract(ROOT_CONTEXT, remote, defaultTextMapGetter);
+}
+
+function defined(attributes: SpanAttributes): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {};
+  for (const key in attributes) {
+    const value = attributes[key];
+    if (value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
+/**
+ * The SDK's exporter, watched: it counts what was sent and what failed, and says when the collector cannot
+ * be reached (the first time, then at most once a minute, with how many exports failed meanwhile).
+ */
+class WatchedExporter implements SpanExporter {
+  #inner: SpanExporter;
+  #status: ExportStatus;
+  #warnedAt = -Infinity;
+  #failedSinceWarning = 0;
+
+  constructor(inner: SpanExporter, url: string) {
+    this.#inner = inner;
+    this.#status = { url: shownUrl(url), exported: 0, failed: 0 };
+  }
+
+  export(spans: ReadableSpan[], done: Parameters<SpanExporter["export"]>[1]): void {
+    this.#inner.export(spans, (result) => {
+      if (result.code === ExportResultCode.SUCCESS) this.#succeeded(spans.length);
+      else this.#failed(spans.length, result.error);
+      done(result);
+    });
+  }
+
+  status(): ExportStatus {
+    return { ...this.#status };
+  }
+
+  shutdown(): Promise<void> {
+    return this.#inner.shutdown();
+  }
+
+  forceFlush(): Promise<void> {
+    return this.#inner.forceFlush?.() ?? Promise.resolve();
+  }
+
+  #succeeded(count: number): void {
+    const wasFailing = this.#status.error !== undefined;
+    this.#status = { ...this.#status, exported: this.#status.exported + count, error: undefined };
+    if (wasFailing) log.info("traces reach the OTLP collector again", { url: this.#status.url });
+  }
+
+  #failed(count: number, error: unknown): void {
+    const message = String((error as Error)?.message ?? error).slice(0, 300);
+    this.#status = { ...this.#status, failed: this.#status.failed + count, error: message };
+    this.#failedSinceWarning++;
+    log.debug("trace export failed", { url: this.#status.url, spans: count, error: message });
+    const now = performance.now();
+    if (now - this.#warnedAt < WARN_EVERY_MS) return;
+    log.warn("traces cannot be sent to the OTLP collector; runs go on, their spans are dropped", {
+      url: this.#status.url,
+      error: message,
+      failedExports: this.#failedSinceWarning,
+    });
+    this.#warnedAt = now;
+    this.#failedSinceWarning = 0;
+  }
+}
+
+/**
+ * Whether the collector at `url` answers: one export of no spans (an empty request the collector accepts
+ * and stores nothing for), with the exporter's own headers and TLS settings from OTEL_* variables.
+ */
+export function probeCollector(
+  url: string,
+  timeoutMs: number,
+): Promise<{ ok: boolean; ms: number; error?: string }> {
+  const exporter = new OTLPTraceExporter({ url, timeoutMillis: timeoutMs });
+  const started = performance.now();
+  return new Promise((resolve) => {
+    exporter.export([], (result) => {
+      const ms = Math.round(performance.now() - started);
+      void exporter.shutdown().catch(() => {});
+      resolve(
+        result.code === ExportResultCode.SUCCESS
+          ? { ok: true, ms }
+          : { ok: false, ms, error: String(result.error?.message ?? result.error ?? "export failed") },
+      );
+    });
+  });
+}

@@ -7,7 +7,8 @@
  * annotations say it is read-only, and recorded otherwise.
  * @module
  */
-import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { Tool } from "@modelcontextprotocol/client";
+import type { ToolReply } from "../upstream/lean_calls.ts";
 import type { ServerSpec } from "../contracts/discovery.ts";
 import { pythonAlias } from "../python_alias.ts";
 import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
@@ -27,12 +28,13 @@ export interface ToolCaller {
   names(): string[];
   spec(name: string): ServerSpec | undefined;
   listTools(name: string): Promise<Tool[]>;
-  callTool(
+  /** The raw result, and the server's response text when the pool kept it (see UpstreamPool). */
+  callToolReply(
     name: string,
     tool: string,
     args: Record<string, unknown>,
     options?: { signal?: AbortSignal },
-  ): Promise<CallToolResult>;
+  ): Promise<ToolReply>;
 }
 
 /** The doc side: search over every configured server (cached), and docs already indexed. */
@@ -42,11 +44,8 @@ export interface DocSearch {
   docs(server: string): ToolDoc[];
 }
 
-/** How tool results are turned into values for Python. */
-export interface ResultCodec {
-  unwrap(result: CallToolResult): unknown;
-  raw(result: CallToolResult): unknown;
-}
+/** How a tool's reply travels to Python (`toolResultForPython`; tests answer with plain values). */
+export type ResultCodec = (reply: ToolReply, raw: boolean) => unknown;
 
 /**
  * Builds the RPC handler sandbox sessions use; `policy` decides what sandbox code may reach. Without
@@ -137,9 +136,11 @@ export function sandboxApi(
           }
           const reason = policy.approvalReason(name, tool.name, tool.annotations);
           if (reason !== undefined) await approved(context, name, tool.name, args, reason);
-          const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, { signal });
-          recordToolCall(call, { result });
-          return params.raw ? codec.raw(result) : codec.unwrap(result);
+          const reply = await pool.callToolReply(name, tool.name, args as Record<string, unknown>, {
+            signal,
+          });
+          recordToolCall(call, { result: reply.result });
+          return codec(reply, params.raw === true);
         } catch (error) {
           recordToolCall(call, { error });
           throw error;

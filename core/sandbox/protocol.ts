@@ -6,6 +6,9 @@
  *                      main:<module>, config:{max_output, servers:[{name, alias}]}}  (first line only)
  *   {type:"execute", id, code, timeout}      run code; timeout in seconds
  *   {type:"rpc_result", id, ok, value?, error?: {type, message}}
+ *   {type:"rpc_result", id, ok:true, raw, reply}   a tool call's answer: `reply` is the MCP server's
+ *                                            JSON-RPC response as it sent it (its `result` checked on the
+ *                                            host); Python unwraps it, or returns the whole result if `raw`
  *   {type:"interrupt", id}                 stop execution `id` as its timeout would (the client cancelled)
  *   {type:"file", id, path, offset, data, end, read_only?, dir?}   put a file (or folder) into the sandbox,
  *                                            in base64 pieces
@@ -126,6 +129,7 @@ export type HostFrame =
   }
   | { type: "execute"; id: string; code: string; timeout: number }
   | { type: "rpc_result"; id: string | number; ok: true; value: unknown }
+  | { type: "rpc_result"; id: string | number; ok: true; raw: boolean; reply: unknown }
   | { type: "rpc_result"; id: string | number; ok: false; error: { type: string; message: string } }
   | { type: "interrupt"; id: string }
   | {

@@ -17,7 +17,7 @@ import { type DoneFrame, type RunEnd, runResult } from "./run_result.ts";
 import { DEFAULT_MAX_DISPLAY, DisplayCollector } from "./displays.ts";
 import { currentLogScope, log, type LogScope, withLogScope } from "../observe/log.ts";
 import { stats } from "../observe/stats.ts";
-import { nestingDepth } from "../host_api/tool_result.ts";
+import { MAX_VALUE_DEPTH, nestingDepth, ToolResultReply } from "../host_api/tool_result.ts";
 import type { ArtifactStore } from "../artifacts/store.ts";
 import { ArtifactReceiver, MAX_ARTIFACTS_PER_RUN, withArtifacts } from "./artifact_receiver.ts";
 import { FileSender, type SandboxFile } from "./file_sender.ts";
@@ -77,8 +77,6 @@ interface ActiveRun {
 }
 
 const encoder = new TextEncoder();
-/** Deepest value sent to the sandbox; CPython's json decoder gives up near its recursion limit (1000). */
-const MAX_VALUE_DEPTH = 500;
 const CANCELLED_BEFORE_START = "Cancelled by the client before the run started";
 /** How far past its timeout (plus grace) a run may go while its artifacts are still arriving. */
 const ARTIFACT_BUDGET_MS = 60_000;
@@ -420,47 +418,28 @@ export class SandboxSession {
   }
 
   async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, run: ActiveRun | undefined): Promise<void> {
-    let reply: Extract<HostFrame, { type: "rpc_result" }>;
     const started = performance.now();
     const context = run?.calls.context ?? { ...NO_RUN, session: this.name };
     const call = () => this.#options.rpc(frame.method, frame.params, context);
+    let line: string;
+    let ok = true;
     try {
       const value = await (run?.scope ? withLogScope(run.scope, call) : call());
-      reply = { type: "rpc_result", id: frame.id, ok: true, value: value ?? null };
-      // Python's json module recurses per level: a deeper value would kill the sandbox's frame reader.
-      if (nestingDepth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
-        reply = rpcError(
-          frame.id,
-          "ToolError",
-          `The result is nested more than ${MAX_VALUE_DEPTH} levels deep, which the sandbox cannot decode; ` +
-            "ask the tool for a flatter shape",
-        );
-      }
+      line = value instanceof ToolResultReply ? toolReplyLine(frame.id, value) : valueLine(frame.id, value);
     } catch (error) {
-      reply = rpcError(frame.id, pythonErrorType(error), (error as Error)?.message ?? String(error));
-    }
-    // Serialised once, for the size check and for the wire: results can be megabytes.
-    let line: string;
-    try {
-      line = JSON.stringify(reply);
-    } catch (error) {
-      reply = rpcError(
-        frame.id,
-        "ToolError",
-        `The result cannot be sent to Python: ${(error as Error)?.message}`,
+      ok = false;
+      line = JSON.stringify(
+        rpcError(frame.id, pythonErrorType(error), (error as Error)?.message ?? String(error)),
       );
-      line = JSON.stringify(reply);
     }
     const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     if (line.length > max) {
-      reply = rpcError(
-        frame.id,
-        "ToolError",
-        `The result is ${mib(line.length)}, over the ${mib(max)} frame cap`,
+      ok = false;
+      line = JSON.stringify(
+        rpcError(frame.id, "ToolError", `The result is ${mib(line.length)}, over the ${mib(max)} frame cap`),
       );
-      line = JSON.stringify(reply);
     }
-    stats.rpc(frame.method, performance.now() - started, reply.ok);
+    stats.rpc(frame.method, performance.now() - started, ok);
     if (this.#alive) await this.#write(line).catch(() => {});
   }
 
@@ -511,6 +490,36 @@ export class SandboxSession {
     if (!this.#alive) return Promise.resolve("the sandbox is not running");
     return new Promise((resolve) => this.#exitWaiters.add(resolve));
   }
+}
+
+/**
+ * An answer carrying a value: serialised once, for the size check and for the wire (results can be
+ * megabytes). A value Python's json module could not decode (too deep: it recurses per level) or that
+ * cannot be serialised becomes an error answer instead.
+ */
+function valueLine(id: string | number, value: unknown): string {
+  if (nestingDepth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
+    return JSON.stringify(rpcError(
+      id,
+      "ToolError",
+      `The result is nested more than ${MAX_VALUE_DEPTH} levels deep, which the sandbox cannot decode; ` +
+        "ask the tool for a flatter shape",
+    ));
+  }
+  try {
+    return JSON.stringify({ type: "rpc_result", id, ok: true, value: value ?? null } satisfies HostFrame);
+  } catch (error) {
+    return JSON.stringify(
+      rpcError(id, "ToolError", `The result cannot be sent to Python: ${(error as Error)?.message}`),
+    );
+  }
+}
+
+/** An answer carrying a tool's reply: its JSON text goes into the frame as it is, never re-encoded. */
+function toolReplyLine(id: string | number, reply: ToolResultReply): string {
+  return `{"type":"rpc_result","id":${
+    JSON.stringify(id)
+  },"ok":true,"raw":${reply.raw},"reply":${reply.json}}`;
 }
 
 function rpcError(

@@ -11,7 +11,6 @@ import {
   ProtocolError,
   SdkError,
   SdkErrorCode,
-  specTypeSchemas,
   SSEClientTransport,
   StreamableHTTPClientTransport,
   type Tool,
@@ -35,6 +34,8 @@ import {
 import { clip, UpstreamOutputLog } from "./output_log.ts";
 import { type ExitInfo, UpstreamStdioTransport } from "./stdio_transport.ts";
 import type { UpstreamSkillFile, UpstreamSkills } from "./skills.ts";
+import { LeanToolCalls, type ResultValidator, type ToolReply } from "./lean_calls.ts";
+import { checkOutputSchema } from "./output_schema.ts";
 
 /** Lifecycle of one server. */
 export type ServerState = "idle" | "starting" | "ready" | "failed" | "closed";
@@ -62,6 +63,10 @@ export interface ConnectionOptions {
   startTimeoutMs: number;
   /** Largest single message accepted from a stdio server. */
   maxMessageBytes?: number;
+  /** Checks a result of the lean path against its tool's outputSchema (default: as the SDK client does). */
+  validateResult?: ResultValidator;
+  /** Send `tools/call` on stdio servers past the SDK client (default true; false: always `Client.callTool`). */
+  leanCalls?: boolean;
 }
 
 /** Per-call options. */
@@ -80,8 +85,10 @@ interface Session {
   /** How the connection ended, once it has. */
   ended?: string;
   tools?: Promise<Tool[]>;
-  /** Tools of the current listing without an outputSchema: their calls can take the lean path. */
-  plainTools?: Set<string>;
+  /** The tools of the current listing by name: a lean call checks its result against the tool's. */
+  listed?: Map<string, Tool>;
+  /** `tools/call` past the SDK client, on a stdio session (see lean_calls.ts). */
+  lean?: LeanToolCalls;
   /** The skills the server publishes (skills extension). */
   skills?: UpstreamSkills;
 }
@@ -136,7 +143,7 @@ export class UpstreamConnection {
     if (!session.client.getServerCapabilities()?.tools) return [];
     session.tools ??= session.client.listTools(undefined, { timeout: this.#timeout() })
       .then((result) => {
-        session.plainTools = new Set(result.tools.filter((t) => !t.outputSchema).map((t) => t.name));
+        session.listed = new Map(result.tools.map((t) => [t.name, t]));
         return result.tools;
       })
       .catch(async (failure) => {
@@ -181,14 +188,27 @@ export class UpstreamConnection {
     args: Record<string, unknown>,
     options: CallOptions = {},
   ): Promise<CallToolResult> {
+    return (await this.callToolReply(tool, args, options)).result;
+  }
+
+  /**
+   * Calls one tool: the raw MCP result, and the server's response text when the call took the lean path
+   * and the result is no error (an error's text is redacted, so it has none). Failures are `UpstreamError`s.
+   */
+  async callToolReply(
+    tool: string,
+    args: Record<string, unknown>,
+    options: CallOptions = {},
+  ): Promise<ToolReply> {
     const started = performance.now();
     let session: Session | undefined;
     const timeoutMs = this.#timeout(options.timeoutMs);
     try {
       session = await this.#readyUnlessAborted(tool, options.signal);
-      const result = await send(session, tool, args, { timeout: timeoutMs, signal: options.signal });
+      const reply = await send(session, tool, args, { timeout: timeoutMs, signal: options.signal });
+      const { result } = reply;
       this.#called(tool, started, result.isError ? "tool_error" : "ok");
-      return result.isError ? redactToolError(result, this.#secrets()) : result;
+      return result.isError ? { result: redactToolError(result, this.#secrets()) } : reply;
     } catch (failure) {
       if (!session) {
         this.#called(tool, started, "error", failure);
@@ -423,12 +443,19 @@ export class UpstreamConnection {
     }
     const client = new Client(CLIENT_INFO, { listMaxPages: 1000 });
     const session: Session = { client, transport, kind };
+    if (transport instanceof UpstreamStdioTransport && this.#options.leanCalls !== false) {
+      const lean = session.lean = new LeanToolCalls(
+        (message) => transport.send(message),
+        this.#options.validateResult ?? checkOutputSchema,
+      );
+      transport.router = lean;
+    }
     transport.onclose = () => this.#ended(session);
     client.onerror = (error) =>
       log.debug("upstream protocol error", { server: spec.name, error: this.#describe(error) });
     client.setNotificationHandler("notifications/tools/list_changed", () => {
       session.tools = undefined;
-      session.plainTools = undefined;
+      session.listed = undefined;
     });
     client.setNotificationHandler("notifications/resources/list_changed", () => session.skills?.forget());
     return session;
@@ -498,22 +525,21 @@ async function endSession(session: Session): Promise<void> {
 }
 
 /**
- * Sends tools/call. `Client.callTool` adds output-schema validation and header mirroring (modern era),
- * and on every call probes the era codec with a value that fails, building a zod error: about 80 µs of
- * CPU. A tool of a legacy-era session known to have no outputSchema needs none of that, so it goes through
- * `request` with the spec's CallToolResult schema, which validates the same shape.
+ * Sends tools/call: on a stdio session of the legacy protocol era past the SDK client (lean_calls.ts,
+ * with the same checks and errors); otherwise through `Client.callTool`, which the modern era needs for
+ * its header mirroring and multi-round-trip results, and remote transports for their sessions and auth.
  */
-function send(
+async function send(
   session: Session,
   tool: string,
   args: Record<string, unknown>,
   options: { timeout: number; signal?: AbortSignal },
-): Promise<CallToolResult> {
-  const params = { name: tool, arguments: args };
-  if (session.plainTools?.has(tool) && session.client.getProtocolEra() === "legacy") {
-    return session.client.request({ method: "tools/call", params }, specTypeSchemas.CallToolResult, options);
+): Promise<ToolReply> {
+  if (session.lean && session.client.getProtocolEra() === "legacy") {
+    return await session.lean.call(tool, args, session.listed?.get(tool), options);
   }
-  return session.client.callTool(params, options) as Promise<CallToolResult>;
+  const params = { name: tool, arguments: args };
+  return { result: await session.client.callTool(params, options) as CallToolResult };
 }
 
 /** A server's skills; the client side of the skills extension loads only when a listing is asked for. */

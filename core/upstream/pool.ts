@@ -7,11 +7,13 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../contracts/discovery.ts";
 import type { ServerAuth } from "../auth/server_auth.ts";
 import { type CallOptions, type ServerStatus, UpstreamConnection } from "./connection.ts";
+import type { ResultValidator, ToolReply } from "./lean_calls.ts";
 import { UnknownServerError, UpstreamClosedError } from "./errors.ts";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./stdio_transport.ts";
 import { withoutUndefined } from "../without_undefined.ts";
 
 export type { CallOptions, ServerState, ServerStatus } from "./connection.ts";
+export type { ResultValidator, ToolReply } from "./lean_calls.ts";
 export * from "./errors.ts";
 
 /** Pool-wide limits; a server's own `timeoutMs` overrides `callTimeoutMs`. */
@@ -24,6 +26,10 @@ export interface UpstreamPoolOptions {
   maxMessageBytes?: number;
   /** The OAuth state of a remote server codemode logs in to (see `OAuthClients.forServer`). */
   auth?: (spec: ServerSpec) => ServerAuth | undefined;
+  /** Checks results of calls that skip the SDK client against their tool's outputSchema (output_schema.ts). */
+  validateResult?: ResultValidator;
+  /** Calls on stdio servers skip the SDK client's request machinery (lean_calls.ts); default true. */
+  leanCalls?: boolean;
 }
 
 /** The limits used when the caller gives none. */
@@ -31,7 +37,7 @@ export const defaults = {
   callTimeoutMs: 60_000,
   startTimeoutMs: 30_000,
   maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
-} satisfies Required<Omit<UpstreamPoolOptions, "auth">>;
+} satisfies Required<Omit<UpstreamPoolOptions, "auth" | "validateResult" | "leanCalls">>;
 
 /** Client connections to every configured upstream MCP server, started on first use and kept warm. */
 export class UpstreamPool {
@@ -98,6 +104,16 @@ export class UpstreamPool {
     options?: CallOptions,
   ): Promise<CallToolResult> {
     return await this.#use(name).callTool(tool, args, options);
+  }
+
+  /** Calls one tool: its raw MCP result and, from the lean path, the server's response text (see connection.ts). */
+  async callToolReply(
+    name: string,
+    tool: string,
+    args: Record<string, unknown> = {},
+    options?: CallOptions,
+  ): Promise<ToolReply> {
+    return await this.#use(name).callToolReply(tool, args, options);
   }
 
   /** Stops every server (stdio: the whole process tree) and refuses further calls. */

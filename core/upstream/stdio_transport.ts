@@ -11,6 +11,7 @@ import process from "node:process";
 import type { JSONRPCMessage, Transport } from "@modelcontextprotocol/client";
 import { parseJSONRPCMessage } from "@modelcontextprotocol/client";
 import { MESSAGE_TOO_LARGE } from "./errors.ts";
+import type { ReplyRouter } from "./lean_calls.ts";
 
 /** Default cap on one message from the server, in bytes. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -64,6 +65,8 @@ export class UpstreamStdioTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: <T extends JSONRPCMessage>(message: T) => void;
+  /** Takes the responses to requests sent past the SDK client (lean_calls.ts) before it sees them. */
+  router?: ReplyRouter;
 
   #options: StdioTransportOptions;
   #maxBytes: number;
@@ -187,6 +190,7 @@ export class UpstreamStdioTransport implements Transport {
     this.#chunks = [];
     this.#child?.stdout?.destroy();
     this.#child?.stderr?.destroy();
+    this.router?.closed();
     this.onclose?.();
   }
 
@@ -227,7 +231,10 @@ export class UpstreamStdioTransport implements Transport {
     if (!text) return;
     let message: JSONRPCMessage;
     try {
-      message = parseJSONRPCMessage(JSON.parse(text));
+      const value = JSON.parse(text);
+      // A response the router claims skips the envelope's schema parse: the router checks what it uses.
+      if (this.router && isResponse(value) && this.router.take(value, text)) return;
+      message = parseJSONRPCMessage(value);
     } catch {
       this.#options.onNoise?.(text.slice(0, MAX_LINE_CHARS));
       return;
@@ -245,11 +252,12 @@ export class UpstreamStdioTransport implements Transport {
       void this.close();
       return;
     }
-    this.onmessage?.({
-      jsonrpc: "2.0",
+    const reply = {
+      jsonrpc: "2.0" as const,
       id,
       error: { code: MESSAGE_TOO_LARGE, message: `The server replied with ${detail}`, data: { bytes } },
-    });
+    };
+    if (!this.router?.take(reply, JSON.stringify(reply))) this.onmessage?.(reply);
   }
 
   #onStderr(chunk: Buffer): void {
@@ -257,6 +265,11 @@ export class UpstreamStdioTransport implements Transport {
     this.#stderrPartial = lines.pop()!.slice(0, MAX_LINE_CHARS);
     for (const line of lines) this.#options.onStderrLine?.(line.slice(0, MAX_LINE_CHARS));
   }
+}
+
+/** Whether a parsed line is shaped like a JSON-RPC response (an object with an id and no method). */
+function isResponse(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && "id" in value && !("method" in value);
 }
 
 /** Finds the id of a JSON-RPC response from the start and end of its text; undefined if unsure. */

@@ -118,6 +118,27 @@ export const SandboxFrame = z.discriminatedUnion("type", [
 /** A validated frame from the sandbox. */
 export type SandboxFrame = z.infer<typeof SandboxFrame>;
 
+/**
+ * Checks a parsed line against the protocol: the frame, or undefined when it does not fit. An `rpc`
+ * frame, the one every proxied call sends, is checked by hand with exactly the schema's rules (the
+ * schema's parse costs more than the rest of its handling); every other frame goes through the schema.
+ */
+export function sandboxFrame(raw: unknown): SandboxFrame | undefined {
+  const frame = raw as Record<string, unknown> | null;
+  if (frame?.type === "rpc") {
+    const { id, method, params } = frame;
+    const validId = typeof id === "string" || (typeof id === "number" && Number.isFinite(id));
+    const validParams = params === undefined ||
+      (typeof params === "object" && params !== null && !Array.isArray(params));
+    if (validId && typeof method === "string" && method.length <= 64 && validParams) {
+      return { type: "rpc", id, method, params: (params ?? {}) as Record<string, unknown> };
+    }
+    return undefined;
+  }
+  const parsed = SandboxFrame.safeParse(raw);
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** Frames the host sends. */
 export type HostFrame =
   | {

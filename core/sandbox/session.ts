@@ -6,8 +6,8 @@
  */
 import type { RuntimePlugin, SandboxProcess, SandboxStartOptions } from "../contracts/runtime.ts";
 import type { RunResult } from "../contracts/output.ts";
-import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, SandboxFrame } from "./protocol.ts";
-import { readFrames } from "./frame_reader.ts";
+import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, type SandboxFrame, sandboxFrame } from "./protocol.ts";
+import { type FrameLink, socketLink, streamLink } from "./frame_link.ts";
 import { pythonErrorType, type RpcContext, type RpcHandler } from "../host_api/rpc.ts";
 import { RunClock } from "../host_api/run_clock.ts";
 import { RunCalls } from "../host_api/run_calls.ts";
@@ -76,7 +76,6 @@ interface ActiveRun {
   calls: RunCalls;
 }
 
-const encoder = new TextEncoder();
 const CANCELLED_BEFORE_START = "Cancelled by the client before the run started";
 /** How far past its timeout (plus grace) a run may go while its artifacts are still arriving. */
 const ARTIFACT_BUDGET_MS = 60_000;
@@ -87,7 +86,7 @@ const NO_RUN: RpcContext = { session: "", signal: AbortSignal.abort() };
 export class SandboxSession {
   #options: SandboxSessionOptions;
   #process?: SandboxProcess;
-  #writer?: WritableStreamDefaultWriter<Uint8Array>;
+  #link?: FrameLink;
   #run?: ActiveRun;
   #queue: Promise<unknown> = Promise.resolve();
   #alive = false;
@@ -139,21 +138,15 @@ export class SandboxSession {
     }
     this.#alive = true;
     const { channel, stdin, stdout, stderr } = this.#process;
-    this.#writer = stdin.getWriter();
-    this.#writer.closed.catch(() => {});
+    const stdio = streamLink(stdout, stdin);
     const ready = new Promise<string>((resolve) => (this.#ready = resolve));
     void this.#readStderr(stderr);
     void this.#process.exited.then((code) => this.#onExit(code));
     // The bootstrap always goes over stdin; with a direct channel every later frame uses it instead.
-    this.#send(withChannel(o.bootstrap, channel?.fd)).catch(() => {});
-    if (channel) {
-      this.#writer = channel.writable.getWriter();
-      this.#writer.closed.catch(() => {});
-      void this.#readFrames(channel.readable);
-      void stdout.pipeTo(new WritableStream()).catch(() => {});
-    } else {
-      void this.#readFrames(stdout);
-    }
+    stdio.write(JSON.stringify(withChannel(o.bootstrap, channel?.fd))).catch(() => {});
+    this.#link = channel ? socketLink(channel.socket) : stdio;
+    void this.#readFrames(this.#link);
+    if (channel) void stdout.pipeTo(new WritableStream()).catch(() => {});
     const ms = o.startTimeoutMs ?? 60_000;
     const outcome = await Promise.race([
       ready.then((python) => ({ python })),
@@ -327,39 +320,42 @@ export class SandboxSession {
   }
 
   /** Writes one serialised frame. */
-  async #write(line: string): Promise<void> {
-    if (!this.#writer) throw new Error("Sandbox is not started");
-    await this.#writer.write(encoder.encode(line + "\n"));
+  #write(line: string): Promise<void> {
+    if (!this.#link) return Promise.reject(new Error("Sandbox is not started"));
+    return this.#link.write(line);
   }
 
-  async #readFrames(stdout: ReadableStream<Uint8Array>): Promise<void> {
+  async #readFrames(link: FrameLink): Promise<void> {
     const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     try {
-      for await (
-        const line of readFrames(stdout, max, (bytes) => this.#malformed(`oversized frame (${bytes} bytes)`))
-      ) {
-        if (!line.trim()) continue;
-        let parsed: SandboxFrame;
-        try {
-          const raw = JSON.parse(line);
-          const result = SandboxFrame.safeParse(raw);
-          if (!result.success) {
-            this.#malformed("frame does not match the protocol");
-            this.#refuseCall(raw);
-            continue;
-          }
-          parsed = result.data;
-        } catch {
-          this.#malformed("frame is not JSON");
-          continue;
-        }
-        const pending = this.#handle(parsed);
-        // Artifact pieces are written before the next frame is read: the channel is the backpressure.
-        if (pending) await pending;
-      }
+      await link.read(
+        (line) => this.#onLine(line),
+        max,
+        (bytes) => this.#malformed(`oversized frame (${bytes} bytes)`),
+      );
     } catch (error) {
       log.debug("sandbox stdout ended with an error", { sandbox: this.name, error: String(error) });
     }
+  }
+
+  /** One frame from the sandbox: parsed, checked against the protocol, and handled (or counted and dropped). */
+  #onLine(line: string): Promise<void> | void {
+    if (!line.trim()) return;
+    let parsed: SandboxFrame | undefined;
+    try {
+      const raw = JSON.parse(line);
+      parsed = sandboxFrame(raw);
+      if (!parsed) {
+        this.#malformed("frame does not match the protocol");
+        this.#refuseCall(raw);
+        return;
+      }
+    } catch {
+      this.#malformed("frame is not JSON");
+      return;
+    }
+    // Artifact pieces are written before the next frame is read: the channel is the backpressure.
+    return this.#handle(parsed);
   }
 
   /** A call the host can't serve still gets an answer, or the sandbox would wait for it until the timeout. */

@@ -204,7 +204,7 @@ export class UpstreamConnection {
     let session: Session | undefined;
     const timeoutMs = this.#timeout(options.timeoutMs);
     try {
-      session = await this.#readyUnlessAborted(tool, options.signal);
+      session = this.#live() ?? await this.#readyUnlessAborted(tool, options.signal);
       const reply = await send(session, tool, args, { timeout: timeoutMs, signal: options.signal });
       const { result } = reply;
       this.#called(tool, started, result.isError ? "tool_error" : "ok");
@@ -260,6 +260,12 @@ export class UpstreamConnection {
 
   #timeout(override?: number): number {
     return override ?? this.spec.timeoutMs ?? this.#options.callTimeoutMs;
+  }
+
+  /** The session, when it is up: calls to a warm server need not wait for anything. */
+  #live(): Session | undefined {
+    const session = this.#session;
+    return this.#state === "ready" && session && !session.ended ? session : undefined;
   }
 
   /** The live session, starting one if needed; concurrent callers share one start. */

@@ -55,13 +55,13 @@ export interface LeanCallOptions {
 }
 
 interface Pending {
-  tool: string;
   definition?: Tool;
   resolve: (reply: ToolReply) => void;
   reject: (error: unknown) => void;
-  timer: ReturnType<typeof setTimeout>;
+  /** `performance.now()` after which the call times out, and its timeout. */
+  deadline: number;
+  timeout: number;
   signal?: AbortSignal;
-  onAbort?: () => void;
 }
 
 const ID_PREFIX = "codemode-";
@@ -74,6 +74,14 @@ export class LeanToolCalls implements ReplyRouter {
   #pending = new Map<string, Pending>();
   #ids = 0;
   #closed = false;
+  /**
+   * One timer for every open call, set for the earliest deadline and re-armed when it fires: calls
+   * come and go hundreds of times a second, and a timer each would cost more than the rest of a call.
+   */
+  #timer?: ReturnType<typeof setTimeout>;
+  #timerAt = Infinity;
+  /** Open calls by the signal that cancels them; each signal gets one listener, not one per call. */
+  #bySignal = new WeakMap<AbortSignal, Set<string>>();
 
   /** `send` writes a message on the connection's transport; `validate` checks each result. */
   constructor(send: (message: JSONRPCMessage) => Promise<void>, validate: ResultValidator) {
@@ -101,22 +109,10 @@ export class LeanToolCalls implements ReplyRouter {
     if (signal?.aborted) return Promise.reject(asSdkError(signal.reason));
     const id = `${ID_PREFIX}${++this.#ids}`;
     return new Promise<ToolReply>((resolve, reject) => {
-      const pending: Pending = {
-        tool,
-        definition,
-        resolve,
-        reject,
-        signal,
-        timer: setTimeout(
-          () => this.#cancel(id, new SdkError(SdkErrorCode.RequestTimeout, "Request timed out", { timeout })),
-          timeout,
-        ),
-      };
-      if (signal) {
-        pending.onAbort = () => this.#cancel(id, signal.reason);
-        signal.addEventListener("abort", pending.onAbort, { once: true });
-      }
-      this.#pending.set(id, pending);
+      const deadline = performance.now() + timeout;
+      this.#pending.set(id, { definition, resolve, reject, deadline, timeout, signal });
+      if (deadline < this.#timerAt) this.#arm(deadline);
+      if (signal) this.#watch(signal, id);
       const params = { name: tool, arguments: args };
       this.#send({ jsonrpc: "2.0", id, method: "tools/call", params }).catch((error) => {
         if (this.#forget(id)) reject(error);
@@ -172,9 +168,48 @@ export class LeanToolCalls implements ReplyRouter {
     const pending = this.#pending.get(id);
     if (!pending) return undefined;
     this.#pending.delete(id);
-    clearTimeout(pending.timer);
-    if (pending.onAbort) pending.signal?.removeEventListener("abort", pending.onAbort);
+    if (pending.signal) this.#bySignal.get(pending.signal)?.delete(id);
+    if (!this.#pending.size && this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+    }
     return pending;
+  }
+
+  /** Sets the one timer for `at` (a `performance.now()` time). */
+  #arm(at: number): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => this.#expire(), Math.max(0, at - performance.now()));
+  }
+
+  /** Times out every call past its deadline, then sets the timer for the earliest one left. */
+  #expire(): void {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const [id, pending] of [...this.#pending]) {
+      if (pending.deadline <= now) {
+        const timeout = pending.timeout;
+        this.#cancel(id, new SdkError(SdkErrorCode.RequestTimeout, "Request timed out", { timeout }));
+      } else if (pending.deadline < next) next = pending.deadline;
+    }
+    if (next < Infinity && this.#pending.size) this.#arm(next);
+  }
+
+  /** Cancels the call `id` when `signal` aborts: one listener per signal, for all its calls. */
+  #watch(signal: AbortSignal, id: string): void {
+    let ids = this.#bySignal.get(signal);
+    if (!ids) {
+      const watched = ids = new Set();
+      this.#bySignal.set(signal, ids);
+      signal.addEventListener("abort", () => {
+        for (const open of [...watched]) this.#cancel(open, signal.reason);
+      }, { once: true });
+    }
+    ids.add(id);
   }
 
   /** Gives up on `id` and tells the server, as the SDK client does on a timeout or an abort. */

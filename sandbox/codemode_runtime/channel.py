@@ -195,7 +195,7 @@ class Channel:
             newline = buffer.find(b"\n", start)
             if newline < 0:
                 break
-            frame = decode(bytes(buffer[start:newline]))
+            frame = decode(buffer[start:newline])
             start = newline + 1
             if frame is not None:
                 try:

@@ -2,7 +2,7 @@
  * `deno task bench`: measures codemode against baselines taken in the same run and prints one table per
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
- *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|
+ *   deno run -A scripts/bench.ts [--only serve|proxy|hotpath|peers|search|binary|pyodide|load|startup|display|image|
  *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard] [--json]
  * @module
  */
@@ -12,6 +12,8 @@ import { autoRuntime } from "../plugins/runtime/podman.ts";
 import { DENO, exec, ownContainers, type Row, type SectionResult } from "./bench_harness.ts";
 import { benchServe } from "./bench_serve.ts";
 import { benchProxy } from "./bench_proxy.ts";
+import { benchHotPath } from "./bench_hot_path.ts";
+import { benchPeers } from "./bench_peers.ts";
 import { benchSearchSection } from "./bench_search_cli.ts";
 import { benchBinary } from "./bench_binary.ts";
 import { benchPyodide } from "./bench_pyodide.ts";
@@ -31,6 +33,8 @@ import { benchDashboard } from "./bench_dashboard.ts";
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   serve: benchServe,
   proxy: benchProxy,
+  hotpath: benchHotPath,
+  peers: benchPeers,
   search: benchSearchSection,
   binary: benchBinary,
   pyodide: benchPyodide,

@@ -107,7 +107,9 @@ async function measureServe(home: string, command: string[] | undefined): Promis
     await catalogIndexed(home, 3);
     await served.run(WARM);
     await served.run(PRINTED_BACK);
-    const number = async (code: string) => JSON.parse((await served.run(code)).text.trim()) as number;
+    // server-everything reads stdin with the SDK's ReadBuffer, which copies its whole buffer for every chunk:
+    // 10 MB take seconds there on a loaded machine, past run_python's default 30 s under load.
+    const number = async (code: string) => JSON.parse((await served.run(code, 300)).text.trim()) as number;
     for (let round = 0; round < ROUNDS; round++) {
       m.perCall.push(await number(SEQUENTIAL_CODE));
       const started = performance.now();

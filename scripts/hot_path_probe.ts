@@ -73,7 +73,9 @@ function stageOf(url: string, name: string): string {
   if (url.includes("inspector")) return "profiler";
   if (name === "(garbage collector)") return "garbage collection";
   // Native writes: the syscall, and the wake-up of the process at the other end (often run right away).
-  if (!url && /^(writeBuffer|writeUtf8String|writev|writeBuffered|write)$/.test(name)) return "writes (kernel)";
+  if (!url && /^(writeBuffer|writeUtf8String|writev|writeBuffered|write)$/.test(name)) {
+    return "writes (kernel)";
+  }
   if (/@modelcontextprotocol|zod|ajv/.test(url) || url.includes("/core/upstream/")) return "upstream client";
   if (url.includes("/core/host_api/") || url.includes("/core/config/") || url.includes("/core/catalog/")) {
     return "host API (policy, dispatch)";

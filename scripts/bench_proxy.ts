@@ -7,6 +7,7 @@ import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import process from "node:process";
 import {
   BINARY,
   catalogIndexed,
@@ -147,6 +148,9 @@ function manyServers(home: string): Record<string, unknown> {
 function serveTargets(): { label: string; command?: string[] }[] {
   const targets: { label: string; command?: string[] }[] = [{ label: "from source (Deno)" }];
   if (existsSync(BINARY)) targets.push({ label: "compiled binary", command: [BINARY] });
+  // Another build to compare in the same run (e.g. the binary of an earlier commit).
+  const other = process.env.CODEMODE_BENCH_OTHER_BINARY;
+  if (other && existsSync(other)) targets.push({ label: `other binary ${other}`, command: [other] });
   return targets;
 }
 

@@ -6,8 +6,8 @@
  * same transport and takes its response back before the client sees it.
  *
  * What stays the same as `Client.callTool`: the result is checked with the SDK's own `CallToolResult`
- * schema and then against the tool's `outputSchema` (one call, `validate`, see output_schema.ts); a
- * JSON-RPC error becomes the SDK's `ProtocolError`; a timeout or an abort sends
+ * schema (the tool's `outputSchema` is checked by the connection for both paths, off the event loop:
+ * result_validation.ts); a JSON-RPC error becomes the SDK's `ProtocolError`; a timeout or an abort sends
  * `notifications/cancelled` and rejects with the SDK's `RequestTimeout` error; a closed connection
  * rejects every open call with its `ConnectionClosed` error. So upstream/errors.ts explains a failure
  * the same way whichever path the call took. What is added: the response's JSON text, verbatim, so the
@@ -24,7 +24,6 @@ import {
   SdkError,
   SdkErrorCode,
   specTypeSchemas,
-  type Tool,
 } from "@modelcontextprotocol/client";
 
 /** A tool's result as the server sent it: checked, plus the response's JSON text when it is known. */
@@ -33,12 +32,6 @@ export interface ToolReply {
   /** The server's whole JSON-RPC response, one line of JSON whose `result` member is `result`. */
   json?: string;
 }
-
-/**
- * Checks a result against what the tool declares (its `outputSchema`) and throws what `Client.callTool`
- * throws for a mismatch. The single place this path validates results; see output_schema.ts.
- */
-export type ResultValidator = (tool: Tool | undefined, result: CallToolResult) => void | Promise<void>;
 
 /** How the transport hands over responses that were not meant for the SDK client. */
 export interface ReplyRouter {
@@ -55,7 +48,6 @@ export interface LeanCallOptions {
 }
 
 interface Pending {
-  definition?: Tool;
   resolve: (reply: ToolReply) => void;
   reject: (error: unknown) => void;
   /** `performance.now()` after which the call times out, and its timeout. */
@@ -70,7 +62,6 @@ const CallToolResultSchema = specTypeSchemas.CallToolResult;
 /** The open `tools/call` requests of one stdio connection. */
 export class LeanToolCalls implements ReplyRouter {
   #send: (message: JSONRPCMessage) => Promise<void>;
-  #validate: ResultValidator;
   #pending = new Map<string, Pending>();
   #ids = 0;
   #closed = false;
@@ -83,10 +74,9 @@ export class LeanToolCalls implements ReplyRouter {
   /** Open calls by the signal that cancels them; each signal gets one listener, not one per call. */
   #bySignal = new WeakMap<AbortSignal, Set<string>>();
 
-  /** `send` writes a message on the connection's transport; `validate` checks each result. */
-  constructor(send: (message: JSONRPCMessage) => Promise<void>, validate: ResultValidator) {
+  /** `send` writes a message on the connection's transport. */
+  constructor(send: (message: JSONRPCMessage) => Promise<void>) {
     this.#send = send;
-    this.#validate = validate;
   }
 
   /** How many calls wait for their response. */
@@ -94,23 +84,15 @@ export class LeanToolCalls implements ReplyRouter {
     return this.#pending.size;
   }
 
-  /**
-   * Calls `tool` with `args`; `definition` is the tool as the server listed it (its outputSchema is
-   * checked), when known. The request's params are built here and only here.
-   */
-  call(
-    tool: string,
-    args: Record<string, unknown>,
-    definition: Tool | undefined,
-    options: LeanCallOptions,
-  ): Promise<ToolReply> {
+  /** Calls `tool` with `args`. The request's params are built here and only here. */
+  call(tool: string, args: Record<string, unknown>, options: LeanCallOptions): Promise<ToolReply> {
     if (this.#closed) return Promise.reject(new SdkError(SdkErrorCode.ConnectionClosed, "Connection closed"));
     const { signal, timeout } = options;
     if (signal?.aborted) return Promise.reject(asSdkError(signal.reason));
     const id = `${ID_PREFIX}${++this.#ids}`;
     return new Promise<ToolReply>((resolve, reject) => {
       const deadline = performance.now() + timeout;
-      this.#pending.set(id, { definition, resolve, reject, deadline, timeout, signal });
+      this.#pending.set(id, { resolve, reject, deadline, timeout, signal });
       if (deadline < this.#timerAt) this.#arm(deadline);
       if (signal) this.#watch(signal, id);
       const params = { name: tool, arguments: args };
@@ -145,15 +127,7 @@ export class LeanToolCalls implements ReplyRouter {
       );
       return true;
     }
-    const result = checked.value as CallToolResult;
-    const settle = () => pending.resolve({ result, json });
-    try {
-      const validated = this.#validate(pending.definition, result);
-      if (validated) validated.then(settle, pending.reject);
-      else settle();
-    } catch (error) {
-      pending.reject(error);
-    }
+    pending.resolve({ result: checked.value as CallToolResult, json });
     return true;
   }
 

@@ -43,6 +43,9 @@ export interface ServerProcess {
   endInput(): void;
   /** Stops reading its stdout and stderr. */
   stopReading(): void;
+  /** Holds back its stdout (the transport is working through a backlog); `resume` reads on. */
+  pause(): void;
+  resume(): void;
 }
 
 /** Starts a server with the runtime's fastest pipes. */
@@ -117,6 +120,10 @@ function nodeServer(options: SpawnOptions): ServerProcess {
       child.stdout?.destroy();
       child.stderr?.destroy();
     },
+    pause: () => void child.stdout?.pause(),
+    resume() {
+      if (child.stdout?.isPaused()) child.stdout.resume();
+    },
   };
 }
 
@@ -166,9 +173,13 @@ function bunServer(bun: BunRuntime, options: SpawnOptions): ServerProcess {
       write: () => Promise.reject(new Error("The server process is not running")),
       endInput: () => {},
       stopReading: () => {},
+      pause: () => {},
+      resume: () => {},
     };
   }
   const readers: ReadableStreamDefaultReader<Uint8Array>[] = [];
+  // While paused, stdout is not read: the pipe fills and the server waits, as with a paused Node stream.
+  let paused: { promise: Promise<void>; resolve: () => void } | undefined;
   const pump = async (
     stream: ReadableStream<Uint8Array>,
     onChunk: (chunk: Uint8Array) => void,
@@ -177,7 +188,10 @@ function bunServer(bun: BunRuntime, options: SpawnOptions): ServerProcess {
     const reader = stream.getReader();
     readers.push(reader);
     try {
-      for (let read = await reader.read(); !read.done; read = await reader.read()) onChunk(read.value);
+      for (let read = await reader.read(); !read.done; read = await reader.read()) {
+        onChunk(read.value);
+        if (report && paused) await paused.promise;
+      }
     } catch (error) {
       if (report) options.onError(error instanceof Error ? error : new Error(String(error)));
     }
@@ -208,6 +222,18 @@ function bunServer(bun: BunRuntime, options: SpawnOptions): ServerProcess {
     },
     stopReading() {
       for (const reader of readers) reader.cancel().catch(() => {});
+      paused?.resolve();
+    },
+    pause() {
+      if (paused) return;
+      let resolve!: () => void;
+      const promise = new Promise<void>((done) => (resolve = done));
+      paused = { promise, resolve };
+    },
+    resume() {
+      const held = paused;
+      paused = undefined;
+      held?.resolve();
     },
   };
 }

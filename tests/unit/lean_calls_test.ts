@@ -4,18 +4,17 @@
  * upstream/errors.ts explains). The real servers' side is in tests/integration/upstream_*_test.ts.
  */
 import assert from "node:assert/strict";
-import { ProtocolError, SdkError, SdkErrorCode, type Tool } from "@modelcontextprotocol/client";
+import { ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
 import type { JSONRPCMessage } from "@modelcontextprotocol/client";
 import { LeanToolCalls } from "../../core/upstream/lean_calls.ts";
-import { checkOutputSchema } from "../../core/upstream/output_schema.ts";
 
 /** Calls over a fake connection that records what was sent. */
-function lean(validate = checkOutputSchema) {
+function lean() {
   const sent: Record<string, unknown>[] = [];
   const calls = new LeanToolCalls((message: JSONRPCMessage) => {
     sent.push(message as Record<string, unknown>);
     return Promise.resolve();
-  }, validate);
+  });
   /** Answers the last request with `reply` (its id filled in), as the transport would hand it over. */
   const answer = (reply: Record<string, unknown>, id = sent.at(-1)!.id) => {
     const message = { jsonrpc: "2.0", id, ...reply };
@@ -28,7 +27,7 @@ const options = { timeout: 10_000 };
 
 Deno.test("a lean call sends tools/call with an id of its own and resolves with the result and the reply's text", async () => {
   const { calls, sent, answer } = lean();
-  const call = calls.call("echo", { message: "hi" }, undefined, options);
+  const call = calls.call("echo", { message: "hi" }, options);
   assert.deepEqual(sent[0], {
     jsonrpc: "2.0",
     id: "codemode-1",
@@ -42,7 +41,7 @@ Deno.test("a lean call sends tools/call with an id of its own and resolves with 
   assert.equal(calls.open, 0);
 });
 
-Deno.test("responses to other ids are left to the SDK client, late ones are swallowed", async () => {
+Deno.test("responses to other ids are left to the SDK client, late ones are swallowed", () => {
   const { calls, answer } = lean();
   assert.equal(answer({ result: { content: [] } }, 7), false, "a numeric id is the SDK client's");
   assert.equal(answer({ result: { content: [] } }, "other-1"), false);
@@ -52,7 +51,7 @@ Deno.test("responses to other ids are left to the SDK client, late ones are swal
 
 Deno.test("JSON-RPC errors, invalid results and broken envelopes reject with the SDK's errors", async () => {
   const { calls, answer } = lean();
-  const failed = calls.call("x", {}, undefined, options);
+  const failed = calls.call("x", {}, options);
   answer({ error: { code: -32602, message: "bad params", data: { why: 1 } } });
   await assert.rejects(failed, (error: Error) => {
     assert.ok(error instanceof ProtocolError);
@@ -60,7 +59,7 @@ Deno.test("JSON-RPC errors, invalid results and broken envelopes reject with the
     assert.match(error.message, /bad params/);
     return true;
   });
-  const invalid = calls.call("x", {}, undefined, options);
+  const invalid = calls.call("x", {}, options);
   answer({ result: { content: "text" } });
   await assert.rejects(
     invalid,
@@ -71,52 +70,19 @@ Deno.test("JSON-RPC errors, invalid results and broken envelopes reject with the
   for (
     const broken of [{ jsonrpc: "1.0", result: { content: [] } }, { result: { content: [] }, error: {} }]
   ) {
-    const call = calls.call("x", {}, undefined, options);
+    const call = calls.call("x", {}, options);
     answer(broken);
     await assert.rejects(call, /Invalid JSON-RPC response to tools\/call/);
   }
-  const notAnError = calls.call("x", {}, undefined, options);
+  const notAnError = calls.call("x", {}, options);
   answer({ error: "broken" });
   await assert.rejects(notAnError, /Invalid error response/);
 });
 
-Deno.test("a tool's outputSchema is checked as Client.callTool checks it", async () => {
-  const { calls, answer } = lean();
-  const tool = {
-    name: "weather",
-    inputSchema: { type: "object" },
-    outputSchema: { type: "object", properties: { t: { type: "number" } }, required: ["t"] },
-  } as Tool;
-  const good = calls.call("weather", {}, tool, options);
-  answer({ result: { content: [], structuredContent: { t: 3 } } });
-  assert.deepEqual((await good).result.structuredContent, { t: 3 });
-  const wrong = calls.call("weather", {}, tool, options);
-  answer({ result: { content: [], structuredContent: { t: "warm" } } });
-  await assert.rejects(wrong, /Structured content does not match the tool's output schema/);
-  const missing = calls.call("weather", {}, tool, options);
-  answer({ result: { content: [{ type: "text", text: "3" }] } });
-  await assert.rejects(missing, /has an output schema but did not return structured content/);
-  const error = calls.call("weather", {}, tool, options);
-  answer({ result: { content: [{ type: "text", text: "down" }], isError: true } });
-  assert.equal((await error).result.isError, true, "an error result needs no structured content");
-});
-
-Deno.test("the validator is one swappable call, and may be asynchronous", async () => {
-  const seen: string[] = [];
-  const { calls, answer } = lean((tool, result) => {
-    seen.push(`${tool?.name}:${result.content.length}`);
-    return Promise.reject(new Error("refused by the validator"));
-  });
-  const call = calls.call("t", {}, { name: "t", inputSchema: { type: "object" } } as Tool, options);
-  answer({ result: { content: [] } });
-  await assert.rejects(call, /refused by the validator/);
-  assert.deepEqual(seen, ["t:0"]);
-});
-
 Deno.test("a timeout rejects with the SDK's RequestTimeout and tells the server, and one timer serves every call", async () => {
   const { calls, sent, answer } = lean();
-  const slow = calls.call("slow", {}, undefined, { timeout: 30 });
-  const quick = calls.call("quick", {}, undefined, { timeout: 5_000 });
+  const slow = calls.call("slow", {}, { timeout: 30 });
+  const quick = calls.call("quick", {}, { timeout: 5_000 });
   answer({ result: { content: [] } }, "codemode-2");
   await quick;
   const started = performance.now();
@@ -131,8 +97,8 @@ Deno.test("a timeout rejects with the SDK's RequestTimeout and tells the server,
     params: { requestId: "codemode-1", reason: "SdkError: Request timed out" },
   });
   // A later call with a shorter timeout than the one armed still times out on time.
-  const long = calls.call("long", {}, undefined, { timeout: 60_000 });
-  const short = calls.call("short", {}, undefined, { timeout: 20 });
+  const long = calls.call("long", {}, { timeout: 60_000 });
+  const short = calls.call("short", {}, { timeout: 20 });
   await assert.rejects(short, /Request timed out/);
   answer({ result: { content: [] } }, "codemode-3");
   await long;
@@ -142,9 +108,9 @@ Deno.test("a timeout rejects with the SDK's RequestTimeout and tells the server,
 Deno.test("aborting the run's signal cancels its open calls, and only those", async () => {
   const { calls, sent, answer } = lean();
   const run = new AbortController();
-  const first = calls.call("a", {}, undefined, { ...options, signal: run.signal });
-  const second = calls.call("b", {}, undefined, { ...options, signal: run.signal });
-  const other = calls.call("c", {}, undefined, options);
+  const first = calls.call("a", {}, { ...options, signal: run.signal });
+  const second = calls.call("b", {}, { ...options, signal: run.signal });
+  const other = calls.call("c", {}, options);
   run.abort("the run ended");
   await assert.rejects(first, /the run ended/);
   await assert.rejects(second, /the run ended/);
@@ -154,14 +120,14 @@ Deno.test("aborting the run's signal cancels its open calls, and only those", as
   assert.deepEqual(cancelled, ["codemode-1", "codemode-2"]);
   answer({ result: { content: [] } }, "codemode-3");
   await other;
-  await assert.rejects(calls.call("d", {}, undefined, { ...options, signal: run.signal }), /the run ended/);
+  await assert.rejects(calls.call("d", {}, { ...options, signal: run.signal }), /the run ended/);
 });
 
 Deno.test("a closed connection fails every open call and every later one with ConnectionClosed", async () => {
   const { calls } = lean();
-  const open = [calls.call("a", {}, undefined, options), calls.call("b", {}, undefined, options)];
+  const open = [calls.call("a", {}, options), calls.call("b", {}, options)];
   calls.closed();
-  for (const call of [...open, calls.call("c", {}, undefined, options)]) {
+  for (const call of [...open, calls.call("c", {}, options)]) {
     await assert.rejects(
       call,
       (error: Error) => error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed,
@@ -170,7 +136,7 @@ Deno.test("a closed connection fails every open call and every later one with Co
 });
 
 Deno.test("a request that cannot be written fails its call", async () => {
-  const calls = new LeanToolCalls(() => Promise.reject(new Error("EPIPE")), checkOutputSchema);
-  await assert.rejects(calls.call("a", {}, undefined, options), /EPIPE/);
+  const calls = new LeanToolCalls(() => Promise.reject(new Error("EPIPE")));
+  await assert.rejects(calls.call("a", {}, options), /EPIPE/);
   assert.equal(calls.open, 0);
 });

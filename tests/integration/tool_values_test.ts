@@ -9,6 +9,9 @@
  * exact on the fast path; the SDK path decodes it in JavaScript first, so there it is what
  * `JSON.stringify(JSON.parse(text))` says (5.0 becomes 5, 2**64 is rounded, integer keys move first),
  * and the two paths agree on every document that round trip leaves unchanged.
+ *
+ * Both frame paths between host and sandbox carry them: podman's direct channel (fd 3) and the sandbox's
+ * stdio, which gVisor sandboxes use (their channel is off).
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
@@ -17,13 +20,19 @@ import { Policy } from "../../core/config/policy.ts";
 import { sandboxApi, type ToolCaller } from "../../core/host_api/api.ts";
 import { toolResultForPython } from "../../core/host_api/tool_result.ts";
 import { UpstreamPool } from "../../core/upstream/pool.ts";
+import type { RuntimePlugin } from "../../core/contracts/runtime.ts";
 import { podman } from "../../plugins/runtime/podman.ts";
 import { bootstrapFrame } from "../../sandbox/source.ts";
 import { assertNoLeftovers, sessions, TEST_IMAGE } from "./_harness.ts";
 
-const runtime = podman();
-const usable = (await runtime.detect()).available && await runtime.imageExists(TEST_IMAGE);
+const channel = podman();
+const usable = (await channel.detect()).available && await channel.imageExists(TEST_IMAGE);
 if (!usable) console.warn(`IGNORED tool values test: podman or image ${TEST_IMAGE} missing`);
+/** Frames over the direct channel (podman's default), and over stdio (as on gVisor). */
+const FRAME_PATHS = [["the direct channel", channel], [
+  "stdio frames",
+  podman({ directChannel: false }),
+]] as const;
 
 const SERVER = new URL("../testdata/servers/reflect_server.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
@@ -163,58 +172,60 @@ for i, (text, mode, fast_text, old_text) in enumerate(cases):
 print(json.dumps({"checked": len(cases), "wrong": wrong[:5], "count": len(wrong)}))
 `;
 
-Deno.test({
-  name:
-    "random JSON documents reach Python exactly as json.loads gives them, on the fast path and the SDK path",
-  ignore: !usable,
-  async fn() {
-    const fast = new UpstreamPool([reflect("fast")]);
-    const old = new UpstreamPool([reflect("old")], { leanCalls: false });
-    const pools = { fast, old } as Record<string, UpstreamPool>;
-    const caller: ToolCaller = {
-      names: () => ["fast", "old"],
-      spec: (name) => pools[name].spec(name),
-      listTools: (name) => pools[name].listTools(name),
-      callToolReply: (name, tool, args, options) => pools[name].callToolReply(name, tool, args, options),
-    };
-    const rpc = sandboxApi(caller, { search: () => [], docs: () => [] }, toolResultForPython, new Policy());
-    const servers = [{ name: "fast", alias: "fast" }, { name: "old", alias: "old" }];
-    const manager = sessions(runtime, {
-      rpc,
-      bootstrap: () => bootstrapFrame({ max_output: 1024 * 1024, servers }),
-    });
-    try {
-      const seed = Number(Deno.env.get("CODEMODE_FUZZ_SEED") ?? 32);
-      const next = random(seed);
-      const cases: [string, string, string, string][] = [];
-      for (let i = 0; i < 150; i++) {
-        const text = documentText(next, "any");
-        cases.push([text, "text", text, text]);
-        const object = documentText(next, "object");
-        cases.push([object, "structured", object, throughJavaScript(object)]);
-      }
-      // Text that is not one JSON document stays text on both paths.
-      for (const text of ["NaN", "Infinity", "Echo: hi", "00123", "[1,", "", "1 2", "\ufeff[1]"]) {
-        cases.push([text, "text", text, text]);
-      }
-      const code = `CASES = ${
-        JSON.stringify(Buffer.from(JSON.stringify(cases)).toString("base64"))
-      }\n${CHECK}`;
-      const result = await manager.run("fuzz", code, { timeout: 120 });
-      assert.equal(result.status, "ok", result.error);
-      const report = JSON.parse(result.stdout);
-      assert.equal(report.checked, cases.length);
-      assert.deepEqual(report.wrong, [], `${report.count} values differ (seed ${seed})`);
-      // The fast path is no accident: documents whose numbers JavaScript cannot keep were among them.
-      assert.ok(cases.some(([text, mode, , oldText]) =>
-        mode === "structured" && text.includes("5.0") &&
-        oldText !== text
-      ));
-    } finally {
-      await manager.closeAll();
-      await fast.close();
-      await old.close();
-      await assertNoLeftovers(runtime);
+for (const [framing, runtime] of FRAME_PATHS) {
+  Deno.test({
+    name:
+      `random JSON documents reach Python exactly as json.loads gives them, on the fast path and the SDK path, over ${framing}`,
+    ignore: !usable,
+    fn: () => fuzz(runtime),
+  });
+}
+
+async function fuzz(runtime: RuntimePlugin): Promise<void> {
+  const fast = new UpstreamPool([reflect("fast")]);
+  const old = new UpstreamPool([reflect("old")], { leanCalls: false });
+  const pools = { fast, old } as Record<string, UpstreamPool>;
+  const caller: ToolCaller = {
+    names: () => ["fast", "old"],
+    spec: (name) => pools[name].spec(name),
+    listTools: (name) => pools[name].listTools(name),
+    callToolReply: (name, tool, args, options) => pools[name].callToolReply(name, tool, args, options),
+  };
+  const rpc = sandboxApi(caller, { search: () => [], docs: () => [] }, toolResultForPython, new Policy());
+  const servers = [{ name: "fast", alias: "fast" }, { name: "old", alias: "old" }];
+  const manager = sessions(runtime, {
+    rpc,
+    bootstrap: () => bootstrapFrame({ max_output: 1024 * 1024, servers }),
+  });
+  try {
+    const seed = Number(Deno.env.get("CODEMODE_FUZZ_SEED") ?? 32);
+    const next = random(seed);
+    const cases: [string, string, string, string][] = [];
+    for (let i = 0; i < 150; i++) {
+      const text = documentText(next, "any");
+      cases.push([text, "text", text, text]);
+      const object = documentText(next, "object");
+      cases.push([object, "structured", object, throughJavaScript(object)]);
     }
-  },
-});
+    // Text that is not one JSON document stays text on both paths.
+    for (const text of ["NaN", "Infinity", "Echo: hi", "00123", "[1,", "", "1 2", "\ufeff[1]"]) {
+      cases.push([text, "text", text, text]);
+    }
+    const code = `CASES = ${JSON.stringify(Buffer.from(JSON.stringify(cases)).toString("base64"))}\n${CHECK}`;
+    const result = await manager.run("fuzz", code, { timeout: 120 });
+    assert.equal(result.status, "ok", result.error);
+    const report = JSON.parse(result.stdout);
+    assert.equal(report.checked, cases.length);
+    assert.deepEqual(report.wrong, [], `${report.count} values differ (seed ${seed})`);
+    // The fast path is no accident: documents whose numbers JavaScript cannot keep were among them.
+    assert.ok(cases.some(([text, mode, , oldText]) =>
+      mode === "structured" && text.includes("5.0") &&
+      oldText !== text
+    ));
+  } finally {
+    await manager.closeAll();
+    await fast.close();
+    await old.close();
+    await assertNoLeftovers(runtime);
+  }
+}

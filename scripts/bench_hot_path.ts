@@ -3,7 +3,8 @@
  * source build's runtime (Deno) and the binary's (Bun): the sandbox's CPU (and its own frame work),
  * the host's CPU split by V8's profiler into stages, the upstream server's CPU, the sandbox↔host hop
  * alone, and the wall time against an SDK client calling the same server, all in one run. Each runtime
- * is measured on the lean path and on the SDK client's callTool, so the table shows what the path saves.
+ * is measured on the lean path and on the SDK client's (`request` with the CallToolResult schema, the
+ * path legacy-era calls take without the lean one), so the table shows what the lean path saves.
  * The host runs in scripts/hot_path_probe.ts; its CPU profiles are kept as .cpuprofile files (open one
  * in Chrome's DevTools or speedscope for the flame graph).
  * @module
@@ -71,7 +72,7 @@ function rowsOf(label: string, lean: Probe, sdk: Probe): Row[] {
       label: "SDK client → server-everything, same run",
       value: l.directWall,
     }),
-    r("proxied echo through the SDK client's callTool, wall per call", s.wall, {
+    r("proxied echo through the SDK client's request, wall per call", s.wall, {
       label: "SDK client → server-everything, same run",
       value: s.directWall,
     }),

@@ -6,7 +6,7 @@
  * Used by the "hotpath" section of `deno task bench` (scripts/bench_hot_path.ts).
  *
  *   hot_path_probe.ts [--calls N] [--rounds R] [--sdk] [--profile FILE]
- *     --sdk      tools/call through the SDK client's callTool instead of the lean path
+ *     --sdk      tools/call through the SDK client (`request`, legacy era) instead of the lean path
  *     --profile  also write the host's CPU profile of one block (a .cpuprofile, for a flame graph)
  * @module
  */

@@ -56,6 +56,11 @@ try {
     await assert.rejects(pool.callTool("f", "big", { mb: 9 }), UpstreamResultTooLargeError);
     assert.equal(text(await pool.callTool("f", "echo", { message: "after" })), "after");
   });
+  await scenario("a burst of 40 1 MB results is handled in slices (the pipe paused and resumed), each whole", async () => {
+    const replies = await Promise.all(Array.from({ length: 40 }, () => pool.callTool("f", "big", { mb: 1 })));
+    for (const reply of replies) assert.equal(text(reply).length, 1024 * 1024);
+    assert.equal(text(await pool.callTool("f", "echo", { message: "after the burst" })), "after the burst");
+  });
   await scenario("a crash fails its call with the exit code and the next call restarts", async () => {
     const before = text(await pool.callTool("f", "pid"));
     await assert.rejects(pool.callTool("f", "crash", { code: 7 }), (error: Error) =>

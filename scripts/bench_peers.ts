@@ -109,7 +109,11 @@ async function measureServe(home: string, command: string[] | undefined): Promis
     await served.run(PRINTED_BACK);
     // server-everything reads stdin with the SDK's ReadBuffer, which copies its whole buffer for every chunk:
     // 10 MB take seconds there on a loaded machine, past run_python's default 30 s under load.
-    const number = async (code: string) => JSON.parse((await served.run(code, 300)).text.trim()) as number;
+    // What the code printed, from structuredContent: the text may carry notes beside it.
+    const number = async (code: string) => {
+      const { text, structured } = await served.run(code, 300);
+      return JSON.parse(String(structured.stdout ?? text).trim()) as number;
+    };
     for (let round = 0; round < ROUNDS; round++) {
       m.perCall.push(await number(SEQUENTIAL_CODE));
       const started = performance.now();

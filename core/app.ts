@@ -15,7 +15,7 @@ import { defaultDiscoveryContext, discoverServers, type Discovery, ownServers } 
 import { UpstreamPool } from "./upstream/pool.ts";
 import { OAuthClients } from "./auth/clients.ts";
 import { ToolCatalog } from "./catalog/catalog.ts";
-import { encodeRawResult, unwrapToolResult } from "./host_api/tool_result.ts";
+import { toolResultForPython } from "./host_api/tool_result.ts";
 import { sandboxApi } from "./host_api/api.ts";
 import { SessionManager } from "./sandbox/session_manager.ts";
 import { type RuntimeChoice, selectRuntime } from "./sandbox/runtime_select.ts";
@@ -157,7 +157,7 @@ export class Codemode {
       rpc: sandboxApi(
         this.pool,
         this.catalog,
-        { unwrap: unwrapToolResult, raw: encodeRawResult },
+        toolResultForPython,
         this.policy,
         {
           mode: this.settings.skills,

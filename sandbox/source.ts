@@ -25,6 +25,7 @@ import mplBackend from "./codemode_runtime/mpl_backend.py" with { type: "text" }
 import output from "./codemode_runtime/output.py" with { type: "text" };
 import processMain from "./codemode_runtime/process.py" with { type: "text" };
 import rpc from "./codemode_runtime/rpc.py" with { type: "text" };
+import toolResults from "./codemode_runtime/tool_results.py" with { type: "text" };
 import tracebacks from "./codemode_runtime/tracebacks.py" with { type: "text" };
 import values from "./codemode_runtime/values.py" with { type: "text" };
 import watchdog from "./codemode_runtime/watchdog.py" with { type: "text" };
@@ -66,6 +67,7 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime.output": output,
   "codemode_runtime.process": processMain,
   "codemode_runtime.rpc": rpc,
+  "codemode_runtime.tool_results": toolResults,
   "codemode_runtime.tracebacks": tracebacks,
   "codemode_runtime.values": values,
   "codemode_runtime.watchdog": watchdog,

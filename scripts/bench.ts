@@ -11,6 +11,8 @@ import { autoRuntime } from "../plugins/runtime/podman.ts";
 import { DENO, exec, ownContainers, type Row, type SectionResult } from "./bench_harness.ts";
 import { benchServe } from "./bench_serve.ts";
 import { benchProxy } from "./bench_proxy.ts";
+import { benchHotPath } from "./bench_hot_path.ts";
+import { benchPeers } from "./bench_peers.ts";
 import { benchSearchSection } from "./bench_search_cli.ts";
 import { benchBinary } from "./bench_binary.ts";
 import { benchPyodide } from "./bench_pyodide.ts";
@@ -37,6 +39,8 @@ import { benchPrecheck } from "./bench_precheck.ts";
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   serve: benchServe,
   proxy: benchProxy,
+  hotpath: benchHotPath,
+  peers: benchPeers,
   search: benchSearchSection,
   binary: benchBinary,
   pyodide: benchPyodide,

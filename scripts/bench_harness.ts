@@ -165,8 +165,8 @@ export interface Served {
   initializeMs: number;
   /** Resolves when the serve logged its runtime choice (or rejects after `ms`). */
   runtimeSelected(ms?: number): Promise<void>;
-  /** Calls run_python; throws with the text when the run is an error. */
-  run(code: string): Promise<{ text: string; structured: Record<string, unknown> }>;
+  /** Calls run_python (with `timeout` seconds when given); throws with the text when the run is an error. */
+  run(code: string, timeout?: number): Promise<{ text: string; structured: Record<string, unknown> }>;
   close(): Promise<void>;
 }
 
@@ -217,8 +217,11 @@ export async function startServe(options: ServeOptions): Promise<Served> {
         selected.add(() => (clearTimeout(timer), resolve()));
       });
     },
-    async run(code) {
-      const r = await client.callTool({ name: "run_python", arguments: { code } }, { timeout: 120_000 });
+    async run(code, timeout) {
+      const r = await client.callTool(
+        { name: "run_python", arguments: { code, ...(timeout ? { timeout } : {}) } },
+        { timeout: 120_000 + (timeout ?? 0) * 1000 },
+      );
       const text = (r.content as { text: string }[])[0]?.text ?? "";
       if (r.isError) throw new Error(`run_python failed: ${text.slice(0, 500)}`);
       return { text, structured: (r.structuredContent ?? {}) as Record<string, unknown> };

@@ -1,5 +1,5 @@
 /**
- * Section "proxy" (issue 3): the cost of calling an MCP tool from sandbox code instead of directly, how
+ * Section "proxy" (issues 3 and 32): the cost of calling an MCP tool from sandbox code instead of directly, how
  * much `asyncio.gather` overlaps proxied calls, and whether tools/list grows with configured servers.
  * @module
  */
@@ -7,6 +7,7 @@ import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import process from "node:process";
 import {
   BINARY,
   catalogIndexed,
@@ -147,6 +148,9 @@ function manyServers(home: string): Record<string, unknown> {
 function serveTargets(): { label: string; command?: string[] }[] {
   const targets: { label: string; command?: string[] }[] = [{ label: "from source (Deno)" }];
   if (existsSync(BINARY)) targets.push({ label: "compiled binary", command: [BINARY] });
+  // Another build to compare in the same run (e.g. the binary of an earlier commit).
+  const other = process.env.CODEMODE_BENCH_OTHER_BINARY;
+  if (other && existsSync(other)) targets.push({ label: `other binary ${other}`, command: [other] });
   return targets;
 }
 
@@ -218,7 +222,7 @@ function sequentialRows(label: string, { proxied, straight, rpcOnly }: Sequentia
         label: `${counts.sequential} echo calls, SDK client → server-everything`,
         value: sum(straightCalls),
       },
-      goal: { on: "ratio", op: "≤", limit: 1.5 },
+      goal: { on: "ratio", op: "≤", limit: 1.2 },
       note:
         `per call ${(proxiedMs / counts.sequential).toFixed(3)} ms vs ${
           (sum(straightCalls) / counts.sequential).toFixed(3)

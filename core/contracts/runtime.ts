@@ -3,6 +3,7 @@
  * whose stdin/stdout carry the host <-> sandbox protocol.
  * @module
  */
+import type { Duplex } from "node:stream";
 
 /** A problem found while detecting a runtime, with one line telling the user how to fix it. */
 export interface Problem {
@@ -66,8 +67,8 @@ export interface SandboxMount {
  */
 export interface SandboxChannel {
   fd: number;
-  readable: ReadableStream<Uint8Array>;
-  writable: WritableStream<Uint8Array>;
+  /** The host's end, read and written with its own events (the hot path: no web-stream adapters). */
+  socket: Duplex;
 }
 
 /** A running sandbox: a byte pipe in each direction plus lifecycle control. */

@@ -7,7 +7,8 @@
  * code removes them.
  * @module
  */
-import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { Tool } from "@modelcontextprotocol/client";
+import type { ToolReply } from "../upstream/pool.ts";
 import type { ServerSpec } from "../contracts/discovery.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { ToolCatalog } from "../catalog/catalog.ts";
@@ -72,10 +73,10 @@ export class SessionServers implements ServerView {
       names: () => [...configured.pool.names(), ...this.#added.keys()],
       spec: (name) => ours(name) ? this.#added.get(name)!.spec : configured.pool.spec(name),
       listTools: (name) => ours(name) ? this.#upstream.listTools(name) : configured.pool.listTools(name),
-      callTool: (name, tool, args, options): Promise<CallToolResult> =>
+      callToolReply: (name, tool, args, options): Promise<ToolReply> =>
         ours(name)
-          ? this.#upstream.callTool(name, tool, args, options)
-          : configured.pool.callTool(name, tool, args, options),
+          ? this.#upstream.callToolReply(name, tool, args, options)
+          : configured.pool.callToolReply(name, tool, args, options),
     };
     this.docs = {
       search: (query, options) => this.#search(query, options),

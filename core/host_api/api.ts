@@ -11,7 +11,8 @@
  * `_meta.traceparent`.
  * @module
  */
-import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { Tool } from "@modelcontextprotocol/client";
+import type { ToolReply } from "../upstream/lean_calls.ts";
 import type { ServerSpec } from "../contracts/discovery.ts";
 import { pythonAlias } from "../python_alias.ts";
 import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
@@ -41,12 +42,13 @@ export interface ToolCaller {
   names(): string[];
   spec(name: string): ServerSpec | undefined;
   listTools(name: string): Promise<Tool[]>;
-  callTool(
+  /** The raw result, and the server's response text when the pool kept it (see UpstreamPool). */
+  callToolReply(
     name: string,
     tool: string,
     args: Record<string, unknown>,
     options?: { signal?: AbortSignal; meta?: TraceContext },
-  ): Promise<CallToolResult>;
+  ): Promise<ToolReply>;
 }
 
 /** The doc side: search over every configured server (cached), and docs already indexed. */
@@ -74,11 +76,8 @@ export interface ApiOptions {
   unplanned?: "deny" | "ask";
 }
 
-/** How tool results are turned into values for Python. */
-export interface ResultCodec {
-  unwrap(result: CallToolResult): unknown;
-  raw(result: CallToolResult): unknown;
-}
+/** How a tool's reply travels to Python (`toolResultForPython`; tests answer with plain values). */
+export type ResultCodec = (reply: ToolReply, raw: boolean) => unknown;
 
 /**
  * Builds the RPC handler sandbox sessions use; `policy` decides what sandbox code may reach. Without
@@ -201,13 +200,13 @@ export function sandboxApi(
       if (reason !== undefined) await approved(context, view, name, tool.name, args, reason);
       span.content(ATTR.toolArguments, () => redactArguments(args, allSecrets(view)));
       // The trace context sent upstream is the host's span's, whatever sandbox code put in its params.
-      const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, {
+      const reply = await pool.callToolReply(name, tool.name, args as Record<string, unknown>, {
         signal,
         meta: span.context(),
       });
-      recordToolCall(call, { result });
-      traceToolResult(span, result);
-      return params.raw ? codec.raw(result) : codec.unwrap(result);
+      recordToolCall(call, { result: reply.result });
+      traceToolResult(span, reply.result);
+      return codec(reply, params.raw === true);
     } catch (error) {
       recordToolCall(call, { error });
       span.fail(error, pythonErrorType(error));

@@ -6,6 +6,9 @@
  *                      main:<module>, config:{max_output, servers:[{name, alias}]}}  (first line only)
  *   {type:"execute", id, code, timeout}      run code; timeout in seconds
  *   {type:"rpc_result", id, ok, value?, error?: {type, message}}
+ *   {type:"rpc_result", id, ok:true, raw, reply}   a tool call's answer: `reply` is the MCP server's
+ *                                            JSON-RPC response as it sent it (its `result` checked on the
+ *                                            host); Python unwraps it, or returns the whole result if `raw`
  *   {type:"interrupt", id}                 stop execution `id` as its timeout would (the client cancelled)
  *   {type:"file", id, path, offset, data, end, read_only?, dir?}   put a file (or folder) into the sandbox,
  *                                            in base64 pieces
@@ -148,6 +151,29 @@ export const SandboxFrame = z.discriminatedUnion("type", [
 /** A validated frame from the sandbox. */
 export type SandboxFrame = z.infer<typeof SandboxFrame>;
 
+/**
+ * Checks a parsed line against the protocol: the frame, or undefined when it does not fit. An `rpc`
+ * frame, the one every proxied call sends, is checked by hand with exactly the schema's rules (the
+ * schema's parse costs more than the rest of its handling); every other frame goes through the schema.
+ */
+export function sandboxFrame(raw: unknown): SandboxFrame | undefined {
+  const frame = raw as Record<string, unknown> | null;
+  if (frame?.type === "rpc") {
+    const { id, method, params, job } = frame;
+    const validId = typeof id === "string" || (typeof id === "number" && Number.isFinite(id));
+    const validParams = params === undefined ||
+      (typeof params === "object" && params !== null && !Array.isArray(params));
+    const validJob = job === undefined || (typeof job === "string" && job.length <= 64);
+    if (validId && typeof method === "string" && method.length <= 64 && validParams && validJob) {
+      const call = { type: "rpc" as const, id, method, params: (params ?? {}) as Record<string, unknown> };
+      return job === undefined ? call : { ...call, job };
+    }
+    return undefined;
+  }
+  const parsed = SandboxFrame.safeParse(raw);
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** Frames the host sends. */
 export type HostFrame =
   | {
@@ -159,6 +185,7 @@ export type HostFrame =
   }
   | { type: "execute"; id: string; code: string; timeout: number }
   | { type: "rpc_result"; id: string | number; ok: true; value: unknown }
+  | { type: "rpc_result"; id: string | number; ok: true; raw: boolean; reply: unknown }
   | { type: "rpc_result"; id: string | number; ok: false; error: { type: string; message: string } }
   | { type: "interrupt"; id: string }
   | {

@@ -12,8 +12,8 @@ import {
   type SandboxStartOptions,
 } from "../contracts/runtime.ts";
 import type { RunResult } from "../contracts/output.ts";
-import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, SandboxFrame } from "./protocol.ts";
-import { readFrames } from "./frame_reader.ts";
+import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, type SandboxFrame, sandboxFrame } from "./protocol.ts";
+import { type FrameLink, socketLink, streamLink } from "./frame_link.ts";
 import { pythonErrorType, type RpcContext, RpcError, type RpcHandler } from "../host_api/rpc.ts";
 import { RunClock } from "../host_api/run_clock.ts";
 import { RunCalls } from "../host_api/run_calls.ts";
@@ -23,7 +23,7 @@ import { type DoneFrame, type RunEnd, runResult } from "./run_result.ts";
 import { DEFAULT_MAX_DISPLAY, DisplayCollector } from "./displays.ts";
 import { currentLogScope, log, type LogScope, withLogScope } from "../observe/log.ts";
 import { stats } from "../observe/stats.ts";
-import { nestingDepth } from "../host_api/tool_result.ts";
+import { MAX_VALUE_DEPTH, nestingDepth, ToolResultReply } from "../host_api/tool_result.ts";
 import type { ArtifactStore } from "../artifacts/store.ts";
 import { ArtifactReceiver, MAX_ARTIFACTS_PER_RUN, withArtifacts } from "./artifact_receiver.ts";
 import { FileSender, type SandboxFile } from "./file_sender.ts";
@@ -89,9 +89,6 @@ interface ActiveRun {
   calls: RunCalls;
 }
 
-const encoder = new TextEncoder();
-/** Deepest value sent to the sandbox; CPython's json decoder gives up near its recursion limit (1000). */
-const MAX_VALUE_DEPTH = 500;
 const CANCELLED_BEFORE_START = "Cancelled by the client before the run started";
 /** How far past its timeout (plus grace) a run may go while its artifacts are still arriving. */
 const ARTIFACT_BUDGET_MS = 60_000;
@@ -102,7 +99,7 @@ const NO_RUN: RpcContext = { session: "", signal: AbortSignal.abort() };
 export class SandboxSession {
   #options: SandboxSessionOptions;
   #process?: SandboxProcess;
-  #writer?: WritableStreamDefaultWriter<Uint8Array>;
+  #link?: FrameLink;
   #run?: ActiveRun;
   #queue: Promise<unknown> = Promise.resolve();
   #alive = false;
@@ -171,21 +168,15 @@ export class SandboxSession {
     }
     this.#alive = true;
     const { channel, stdin, stdout, stderr } = this.#process;
-    this.#writer = stdin.getWriter();
-    this.#writer.closed.catch(() => {});
+    const stdio = streamLink(stdout, stdin);
     const ready = new Promise<string>((resolve) => (this.#ready = resolve));
     void this.#readStderr(stderr);
     void this.#process.exited.then((code) => this.#onExit(code));
     // The bootstrap always goes over stdin; with a direct channel every later frame uses it instead.
-    this.#send(withChannel(o.bootstrap, channel?.fd)).catch(() => {});
-    if (channel) {
-      this.#writer = channel.writable.getWriter();
-      this.#writer.closed.catch(() => {});
-      void this.#readFrames(channel.readable);
-      void stdout.pipeTo(new WritableStream()).catch(() => {});
-    } else {
-      void this.#readFrames(stdout);
-    }
+    stdio.write(JSON.stringify(withChannel(o.bootstrap, channel?.fd))).catch(() => {});
+    this.#link = channel ? socketLink(channel.socket) : stdio;
+    void this.#readFrames(this.#link);
+    if (channel) void stdout.pipeTo(new WritableStream()).catch(() => {});
     const ms = o.startTimeoutMs ?? 60_000;
     const outcome = await Promise.race([
       ready.then((python) => ({ python })),
@@ -372,39 +363,42 @@ export class SandboxSession {
   }
 
   /** Writes one serialised frame. */
-  async #write(line: string): Promise<void> {
-    if (!this.#writer) throw new Error("Sandbox is not started");
-    await this.#writer.write(encoder.encode(line + "\n"));
+  #write(line: string): Promise<void> {
+    if (!this.#link) return Promise.reject(new Error("Sandbox is not started"));
+    return this.#link.write(line);
   }
 
-  async #readFrames(stdout: ReadableStream<Uint8Array>): Promise<void> {
+  async #readFrames(link: FrameLink): Promise<void> {
     const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     try {
-      for await (
-        const line of readFrames(stdout, max, (bytes) => this.#malformed(`oversized frame (${bytes} bytes)`))
-      ) {
-        if (!line.trim()) continue;
-        let parsed: SandboxFrame;
-        try {
-          const raw = JSON.parse(line);
-          const result = SandboxFrame.safeParse(raw);
-          if (!result.success) {
-            this.#malformed("frame does not match the protocol");
-            this.#refuseCall(raw);
-            continue;
-          }
-          parsed = result.data;
-        } catch {
-          this.#malformed("frame is not JSON");
-          continue;
-        }
-        const pending = this.#handle(parsed);
-        // Artifact pieces are written before the next frame is read: the channel is the backpressure.
-        if (pending) await pending;
-      }
+      await link.read(
+        (line) => this.#onLine(line),
+        max,
+        (bytes) => this.#malformed(`oversized frame (${bytes} bytes)`),
+      );
     } catch (error) {
       log.debug("sandbox stdout ended with an error", { sandbox: this.name, error: String(error) });
     }
+  }
+
+  /** One frame from the sandbox: parsed, checked against the protocol, and handled (or counted and dropped). */
+  #onLine(line: string): Promise<void> | void {
+    if (!line.trim()) return;
+    let parsed: SandboxFrame | undefined;
+    try {
+      const raw = JSON.parse(line);
+      parsed = sandboxFrame(raw);
+      if (!parsed) {
+        this.#malformed("frame does not match the protocol");
+        this.#refuseCall(raw);
+        return;
+      }
+    } catch {
+      this.#malformed("frame is not JSON");
+      return;
+    }
+    // Artifact pieces are written before the next frame is read: the channel is the backpressure.
+    return this.#handle(parsed);
   }
 
   /** A call the host can't serve still gets an answer, or the sandbox would wait for it until the timeout. */
@@ -469,7 +463,6 @@ export class SandboxSession {
   }
 
   async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, run: ActiveRun | undefined): Promise<void> {
-    let reply: Extract<HostFrame, { type: "rpc_result" }>;
     const started = performance.now();
     // A call a background job made is served under the job's context, whether or not a run is active.
     const session = this.#options.session ?? this.name;
@@ -486,43 +479,25 @@ export class SandboxSession {
       if (jobContext && frame.method === "call_tool") this.#jobs.toolCall(frame.job!);
       return this.#options.rpc(frame.method, frame.params, context);
     };
+    let line: string;
+    let ok = true;
     try {
       const value = await (scope ? withLogScope(scope, call) : call());
-      reply = { type: "rpc_result", id: frame.id, ok: true, value: value ?? null };
-      // Python's json module recurses per level: a deeper value would kill the sandbox's frame reader.
-      if (nestingDepth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
-        reply = rpcError(
-          frame.id,
-          "ToolError",
-          `The result is nested more than ${MAX_VALUE_DEPTH} levels deep, which the sandbox cannot decode; ` +
-            "ask the tool for a flatter shape",
-        );
-      }
+      line = value instanceof ToolResultReply ? toolReplyLine(frame.id, value) : valueLine(frame.id, value);
     } catch (error) {
-      reply = rpcError(frame.id, pythonErrorType(error), (error as Error)?.message ?? String(error));
-    }
-    // Serialised once, for the size check and for the wire: results can be megabytes.
-    let line: string;
-    try {
-      line = JSON.stringify(reply);
-    } catch (error) {
-      reply = rpcError(
-        frame.id,
-        "ToolError",
-        `The result cannot be sent to Python: ${(error as Error)?.message}`,
+      ok = false;
+      line = JSON.stringify(
+        rpcError(frame.id, pythonErrorType(error), (error as Error)?.message ?? String(error)),
       );
-      line = JSON.stringify(reply);
     }
     const max = this.#options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     if (line.length > max) {
-      reply = rpcError(
-        frame.id,
-        "ToolError",
-        `The result is ${mib(line.length)}, over the ${mib(max)} frame cap`,
+      ok = false;
+      line = JSON.stringify(
+        rpcError(frame.id, "ToolError", `The result is ${mib(line.length)}, over the ${mib(max)} frame cap`),
       );
-      line = JSON.stringify(reply);
     }
-    stats.rpc(frame.method, performance.now() - started, reply.ok);
+    stats.rpc(frame.method, performance.now() - started, ok);
     if (this.#alive) await this.#write(line).catch(() => {});
   }
 
@@ -580,6 +555,36 @@ export class SandboxSession {
 function withJobNotes(result: RunResult, jobs: SessionJobs): RunResult {
   const notes = jobs.takeNotes();
   return notes.length ? { ...result, notes: [...result.notes ?? [], ...notes] } : result;
+}
+
+/**
+ * An answer carrying a value: serialised once, for the size check and for the wire (results can be
+ * megabytes). A value Python's json module could not decode (too deep: it recurses per level) or that
+ * cannot be serialised becomes an error answer instead.
+ */
+function valueLine(id: string | number, value: unknown): string {
+  if (nestingDepth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
+    return JSON.stringify(rpcError(
+      id,
+      "ToolError",
+      `The result is nested more than ${MAX_VALUE_DEPTH} levels deep, which the sandbox cannot decode; ` +
+        "ask the tool for a flatter shape",
+    ));
+  }
+  try {
+    return JSON.stringify({ type: "rpc_result", id, ok: true, value: value ?? null } satisfies HostFrame);
+  } catch (error) {
+    return JSON.stringify(
+      rpcError(id, "ToolError", `The result cannot be sent to Python: ${(error as Error)?.message}`),
+    );
+  }
+}
+
+/** An answer carrying a tool's reply: its JSON text goes into the frame as it is, never re-encoded. */
+function toolReplyLine(id: string | number, reply: ToolResultReply): string {
+  return `{"type":"rpc_result","id":${
+    JSON.stringify(id)
+  },"ok":true,"raw":${reply.raw},"reply":${reply.json}}`;
 }
 
 function rpcError(

@@ -37,6 +37,7 @@ import {
 import { clip, UpstreamOutputLog } from "./output_log.ts";
 import { type ExitInfo, UpstreamStdioTransport } from "./stdio_transport.ts";
 import type { UpstreamSkillFile, UpstreamSkills } from "./skills.ts";
+import { LeanToolCalls, type ToolReply } from "./lean_calls.ts";
 import { acceptAllValidator, checkToolResult, ResultValidator } from "./result_validation.ts";
 import type { AdmittedTools, ToolCaps, ToolProblem } from "./tool_caps.ts";
 import { listTools, MAX_LIST_PAGES } from "./listing.ts";
@@ -71,6 +72,8 @@ export interface ConnectionOptions {
   toolCaps?: ToolCaps;
   /** Called when the server says its tool list changed (`notifications/tools/list_changed`). */
   onToolsChanged?: (server: string) => void;
+  /** Send `tools/call` on stdio servers past the SDK client (default true; false: the SDK client's path). */
+  leanCalls?: boolean;
 }
 
 /** Per-call options. */
@@ -97,6 +100,8 @@ interface Session {
   /** When the current listing was asked for, and whether the server has said since that it changed. */
   listedAt?: number;
   stale?: boolean;
+  /** `tools/call` past the SDK client, on a stdio session (see lean_calls.ts). */
+  lean?: LeanToolCalls;
   /** The skills the server publishes (skills extension). */
   skills?: UpstreamSkills;
 }
@@ -211,18 +216,32 @@ export class UpstreamConnection {
     args: Record<string, unknown>,
     options: CallOptions = {},
   ): Promise<CallToolResult> {
+    return (await this.callToolReply(tool, args, options)).result;
+  }
+
+  /**
+   * Calls one tool: the raw MCP result, and the server's response text when the call took the lean path
+   * and the result is no error (an error's text is redacted, so it has none). Failures are `UpstreamError`s.
+   */
+  async callToolReply(
+    tool: string,
+    args: Record<string, unknown>,
+    options: CallOptions = {},
+  ): Promise<ToolReply> {
     const started = performance.now();
     let session: Session | undefined;
     const timeoutMs = this.#timeout(options.timeoutMs);
     try {
-      session = await this.#readyUnlessAborted(tool, options.signal);
-      const result = await send(
+      session = this.#live() ?? await this.#readyUnlessAborted(tool, options.signal);
+      const reply = await send(
         session,
         tool,
         args,
         { timeout: timeoutMs, signal: options.signal },
         options.meta,
       );
+      const { result } = reply;
+      // Both paths, lean or not: the server's schema runs in a worker with a deadline, never here.
       const invalid = await checkToolResult(this.#validator, session.byName?.get(tool), result);
       if (invalid) {
         throw new UpstreamCallError(
@@ -232,7 +251,7 @@ export class UpstreamConnection {
         );
       }
       this.#called(tool, started, result.isError ? "tool_error" : "ok");
-      return result.isError ? redactToolError(result, this.#secrets()) : result;
+      return result.isError ? { result: redactToolError(result, this.#secrets()) } : reply;
     } catch (failure) {
       if (!session || failure instanceof UpstreamCallError) {
         this.#called(tool, started, "error", failure);
@@ -285,6 +304,12 @@ export class UpstreamConnection {
 
   #timeout(override?: number): number {
     return override ?? this.spec.timeoutMs ?? this.#options.callTimeoutMs;
+  }
+
+  /** The session, when it is up: calls to a warm server need not wait for anything. */
+  #live(): Session | undefined {
+    const session = this.#session;
+    return this.#state === "ready" && session && !session.ended ? session : undefined;
   }
 
   /** The live session, starting one if needed; concurrent callers share one start. */
@@ -483,6 +508,9 @@ export class UpstreamConnection {
       jsonSchemaValidator: acceptAllValidator,
     });
     const session: Session = { client, transport, kind };
+    if (transport instanceof UpstreamStdioTransport && this.#options.leanCalls !== false) {
+      transport.router = session.lean = new LeanToolCalls((message) => transport.send(message));
+    }
     transport.onclose = () => this.#ended(session);
     client.onerror = (error) =>
       log.debug("upstream protocol error", { server: spec.name, error: this.#describe(error) });
@@ -558,23 +586,33 @@ async function endSession(session: Session): Promise<void> {
 }
 
 /**
- * Sends tools/call. `Client.callTool` adds header mirroring (modern era) and on every call probes the era
- * codec with a value that fails, building a zod error: about 80 µs of CPU. A legacy-era session needs none
- * of that, so its calls go through `request` with the spec's CallToolResult schema, which validates the
- * same shape. Neither path checks the outputSchema: `checkToolResult` does, off the event loop.
+ * Sends tools/call. On a stdio session of the legacy protocol era it goes past the SDK client
+ * (lean_calls.ts, with the same envelope and CallToolResult checks and errors). `Client.callTool` adds
+ * header mirroring (modern era) and on every call probes the era codec with a value that fails, building a
+ * zod error: about 80 µs of CPU; so another legacy-era session (remote, or lean calls turned off) goes
+ * through `request` with the spec's CallToolResult schema, which validates the same shape. No path checks
+ * the outputSchema: `checkToolResult` does, off the event loop.
  */
-function send(
+async function send(
   session: Session,
   tool: string,
   args: Record<string, unknown>,
   options: { timeout: number; signal?: AbortSignal },
   meta?: TraceContext,
-): Promise<CallToolResult> {
+): Promise<ToolReply> {
+  const legacy = session.client.getProtocolEra() === "legacy";
+  if (session.lean && legacy) return await session.lean.call(tool, args, { ...options, meta });
   const params = meta ? { name: tool, arguments: args, _meta: { ...meta } } : { name: tool, arguments: args };
-  if (session.client.getProtocolEra() === "legacy") {
-    return session.client.request({ method: "tools/call", params }, specTypeSchemas.CallToolResult, options);
+  if (legacy) {
+    return {
+      result: await session.client.request(
+        { method: "tools/call", params },
+        specTypeSchemas.CallToolResult,
+        options,
+      ),
+    };
   }
-  return session.client.callTool(params, options) as Promise<CallToolResult>;
+  return { result: await session.client.callTool(params, options) as CallToolResult };
 }
 
 /** A server's skills; the client side of the skills extension loads only when a listing is asked for. */

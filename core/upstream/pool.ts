@@ -7,12 +7,14 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../contracts/discovery.ts";
 import type { ServerAuth } from "../auth/server_auth.ts";
 import { type CallOptions, type ServerStatus, UpstreamConnection } from "./connection.ts";
+import type { ToolReply } from "./lean_calls.ts";
 import { UnknownServerError, UpstreamClosedError } from "./errors.ts";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./stdio_transport.ts";
 import type { ToolCaps, ToolProblem } from "./tool_caps.ts";
 import { withoutUndefined } from "../without_undefined.ts";
 
 export type { CallOptions, ServerState, ServerStatus } from "./connection.ts";
+export type { ToolReply } from "./lean_calls.ts";
 export type { ToolProblem } from "./tool_caps.ts";
 export * from "./errors.ts";
 
@@ -30,6 +32,8 @@ export interface UpstreamPoolOptions {
   toolCaps?: ToolCaps;
   /** Called when a server says its tool list changed (the catalog re-lists it). */
   onToolsChanged?: (server: string) => void;
+  /** Calls on stdio servers skip the SDK client's request machinery (lean_calls.ts); default true. */
+  leanCalls?: boolean;
 }
 
 /** The limits used when the caller gives none. */
@@ -37,7 +41,7 @@ export const defaults = {
   callTimeoutMs: 60_000,
   startTimeoutMs: 30_000,
   maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
-} satisfies Required<Omit<UpstreamPoolOptions, "auth" | "toolCaps" | "onToolsChanged">>;
+} satisfies Required<Omit<UpstreamPoolOptions, "auth" | "toolCaps" | "onToolsChanged" | "leanCalls">>;
 
 /** Client connections to every configured upstream MCP server, started on first use and kept warm. */
 export class UpstreamPool {
@@ -125,6 +129,16 @@ export class UpstreamPool {
     options?: CallOptions,
   ): Promise<CallToolResult> {
     return await this.#use(name).callTool(tool, args, options);
+  }
+
+  /** Calls one tool: its raw MCP result and, from the lean path, the server's response text (see connection.ts). */
+  async callToolReply(
+    name: string,
+    tool: string,
+    args: Record<string, unknown> = {},
+    options?: CallOptions,
+  ): Promise<ToolReply> {
+    return await this.#use(name).callToolReply(tool, args, options);
   }
 
   /** Stops every server (stdio: the whole process tree) and refuses further calls. */

@@ -6,11 +6,15 @@
  * capped lines; and the exit code is kept so a failed call can say how the server ended.
  * @module
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { Buffer } from "node:buffer";
 import process from "node:process";
 import type { JSONRPCMessage, Transport } from "@modelcontextprotocol/client";
 import { parseJSONRPCMessage } from "@modelcontextprotocol/client";
 import { MESSAGE_TOO_LARGE } from "./errors.ts";
+import type { ReplyRouter } from "./lean_calls.ts";
+import { type ExitInfo, type ServerProcess, signalTree, spawnServer } from "./server_process.ts";
+
+export type { ExitInfo } from "./server_process.ts";
 
 /** Default cap on one message from the server, in bytes. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -34,42 +38,21 @@ export interface StdioTransportOptions {
   onNoise?: (line: string) => void;
 }
 
-/** How the server process ended. */
-export interface ExitInfo {
-  code: number | null;
-  signal: string | null;
-}
-
-const live = new Set<ChildProcess>();
+/** Pids of the server process groups this process started and that still run. */
+const live = new Set<number>();
 let exitHookInstalled = false;
-
-/** Kills a server's whole process tree (its group on POSIX), ignoring processes already gone. */
-export function killTree(child: ChildProcess, signal: "SIGTERM" | "SIGKILL"): void {
-  if (child.pid === undefined) return;
-  if (process.platform === "win32") {
-    if (child.exitCode !== null) return;
-    spawn("taskkill", ["/pid", String(child.pid), "/T", "/F"], { stdio: "ignore", windowsHide: true })
-      .on("error", () => child.kill());
-    return;
-  }
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    try {
-      child.kill(signal);
-    } catch { /* already gone */ }
-  }
-}
 
 /** A stdio MCP transport that owns its server's process tree. */
 export class UpstreamStdioTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: <T extends JSONRPCMessage>(message: T) => void;
+  /** Takes the responses to requests sent past the SDK client (lean_calls.ts) before it sees them. */
+  router?: ReplyRouter;
 
   #options: StdioTransportOptions;
   #maxBytes: number;
-  #child?: ChildProcess;
+  #child?: ServerProcess;
   #exit?: ExitInfo;
   #exited?: Promise<void>;
   /** Whether the process came up: true on "spawn", false on a spawn error. */
@@ -100,88 +83,66 @@ export class UpstreamStdioTransport implements Transport {
   }
 
   /** Spawns the server; rejects when the command cannot be started. */
-  start(): Promise<void> {
+  async start(): Promise<void> {
     if (this.#child) throw new Error("UpstreamStdioTransport already started");
     // close() may win the race against a start that is still on its way.
-    if (this.#closed) return Promise.reject(new Error("The transport was closed before the server started"));
+    if (this.#closed) throw new Error("The transport was closed before the server started");
     installExitHook();
     const { command, args = [], cwd, env } = this.#options;
-    const child = spawn(command, args, {
+    const child = this.#child = spawnServer({
+      command,
+      args,
       cwd,
       env,
-      stdio: ["pipe", "pipe", "pipe"],
-      // Its own process group, so close() reaches grandchildren (npx -> node, sh -c -> server).
-      detached: process.platform !== "win32",
-      windowsHide: true,
+      onStdout: (chunk) => this.#onStdout(chunk),
+      onStderr: (chunk) => this.#onStderr(chunk),
+      onError: (error) => this.onerror?.(error),
     });
-    this.#child = child;
-    let stdoutDone!: () => void;
-    const stdoutClosed = new Promise<void>((resolve) => (stdoutDone = resolve));
-    child.stdout!.on("data", (chunk: Buffer) => this.#onStdout(chunk));
-    child.stdout!.on("close", stdoutDone);
-    child.stdout!.on("error", (error) => this.onerror?.(error));
-    child.stderr!.on("data", (chunk: Buffer) => this.#onStderr(chunk));
-    child.stderr!.on("error", () => {});
-    // EPIPE after the server died; the exit handler reports that.
-    child.stdin!.on("error", () => {});
-    let exited!: () => void;
-    this.#exited = new Promise<void>((resolve) => (exited = resolve));
-    child.once("exit", (code, signal) => {
-      this.#exit = { code, signal };
-      live.delete(child);
+    void child.exited.then(async (exit) => {
+      // A command that never started has no exit to tell; its spawn error says what happened.
+      if (await child.spawned) return;
+      this.#exit = exit;
+      const pid = child.pid;
+      if (pid === undefined || !live.delete(pid)) return;
       // Whatever the server left behind in its group is orphaned now.
-      killTree(child, "SIGKILL");
+      signalTree(pid, "SIGKILL");
       // Let the last buffered reply through, but never wait on a pipe some stray process still holds.
       const grace = setTimeout(() => this.#finish(), 500);
-      stdoutClosed.then(() => {
+      child.stdoutClosed.then(() => {
         clearTimeout(grace);
         this.#finish();
       });
-      exited();
     });
-    let spawnError: Error | undefined;
-    this.#spawned = new Promise<boolean>((resolve) => {
-      child.once("spawn", () => {
-        live.add(child);
-        resolve(true);
-      });
-      child.on("error", (error) => {
-        if (live.has(child)) return this.onerror?.(error);
-        // Never started (ENOENT, EACCES, bad cwd): there is no process to wait for.
-        spawnError = error;
-        exited();
-        resolve(false);
-        this.#finish();
-      });
-    });
-    return this.#spawned.then((ok) => {
-      if (!ok) throw spawnError;
-    });
+    const failed = await child.spawned;
+    if (failed) {
+      this.#finish();
+      throw failed;
+    }
+    if (child.pid !== undefined && !this.#exit) live.add(child.pid);
   }
 
   /** Writes one message; waits for the pipe to drain when it is full. */
   send(message: JSONRPCMessage): Promise<void> {
-    const stdin = this.#child?.stdin;
-    if (!stdin || this.#exit || this.#closed || stdin.destroyed) {
+    const child = this.#child;
+    if (!child || this.#exit || this.#closed) {
       return Promise.reject(new Error("The server process is not running"));
     }
-    return new Promise((resolve) => {
-      if (stdin.write(JSON.stringify(message) + "\n")) resolve();
-      else stdin.once("drain", resolve);
-    });
+    return child.write(JSON.stringify(message) + "\n");
   }
 
   /** Stops the server the way the MCP spec suggests (EOF, SIGTERM, SIGKILL) and waits for it to exit. */
   async close(): Promise<void> {
     const child = this.#child;
-    if (!child || !this.#exited || !(await this.#spawned)) return this.#finish();
+    if (!child || (await child.spawned)) return this.#finish();
     if (!this.#exit) {
-      child.stdin?.end();
-      if (!(await settlesWithin(this.#exited, 300))) {
-        killTree(child, "SIGTERM");
-        if (!(await settlesWithin(this.#exited, 2000))) killTree(child, "SIGKILL");
+      child.endInput();
+      const pid = child.pid!;
+      const exited = child.exited.then(() => {});
+      if (!(await settlesWithin(exited, 300))) {
+        signalTree(pid, "SIGTERM");
+        if (!(await settlesWithin(exited, 2000))) signalTree(pid, "SIGKILL");
       }
-      await this.#exited;
+      await exited;
     }
     this.#finish();
   }
@@ -193,13 +154,13 @@ export class UpstreamStdioTransport implements Transport {
     this.#closed = true;
     this.#backlog = [];
     this.#chunks = [];
-    this.#child?.stdout?.destroy();
-    this.#child?.stderr?.destroy();
+    this.#child?.stopReading();
+    this.router?.closed();
     this.onclose?.();
   }
 
-  #onStdout(chunk: Buffer): void {
-    this.#backlog.push(chunk);
+  #onStdout(bytes: Uint8Array): void {
+    this.#backlog.push(asBuffer(bytes));
     if (!this.#draining) this.#drain();
   }
 
@@ -216,7 +177,7 @@ export class UpstreamStdioTransport implements Transport {
       if (used < chunk.length) {
         this.#backlog[0] = chunk.subarray(used);
         this.#draining = true;
-        this.#child?.stdout?.pause();
+        this.#child?.pause();
         setImmediate(() => {
           this.#draining = false;
           this.#drain();
@@ -225,7 +186,7 @@ export class UpstreamStdioTransport implements Transport {
       }
       this.#backlog.shift();
     }
-    this.#child?.stdout?.resume();
+    this.#child?.resume();
   }
 
   /** Handles the lines of `chunk` until `budgetMs` since `started` are spent; returns the bytes used. */
@@ -268,7 +229,10 @@ export class UpstreamStdioTransport implements Transport {
     if (!text) return;
     let message: JSONRPCMessage;
     try {
-      message = parseJSONRPCMessage(JSON.parse(text));
+      const value = JSON.parse(text);
+      // A response the router claims skips the envelope's schema parse: the router checks what it uses.
+      if (this.router && isResponse(value) && this.router.take(value, text)) return;
+      message = parseJSONRPCMessage(value);
     } catch {
       this.#options.onNoise?.(text.slice(0, MAX_LINE_CHARS));
       return;
@@ -286,18 +250,24 @@ export class UpstreamStdioTransport implements Transport {
       void this.close();
       return;
     }
-    this.onmessage?.({
-      jsonrpc: "2.0",
+    const reply = {
+      jsonrpc: "2.0" as const,
       id,
       error: { code: MESSAGE_TOO_LARGE, message: `The server replied with ${detail}`, data: { bytes } },
-    });
+    };
+    if (!this.router?.take(reply, JSON.stringify(reply))) this.onmessage?.(reply);
   }
 
-  #onStderr(chunk: Buffer): void {
-    const lines = (this.#stderrPartial + chunk.toString("utf8")).split("\n");
+  #onStderr(bytes: Uint8Array): void {
+    const lines = (this.#stderrPartial + asBuffer(bytes).toString("utf8")).split("\n");
     this.#stderrPartial = lines.pop()!.slice(0, MAX_LINE_CHARS);
     for (const line of lines) this.#options.onStderrLine?.(line.slice(0, MAX_LINE_CHARS));
   }
+}
+
+/** Whether a parsed line is shaped like a JSON-RPC response (an object with an id and no method). */
+function isResponse(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && "id" in value && !("method" in value);
 }
 
 /** Finds the id of a JSON-RPC response from the start and end of its text; undefined if unsure. */
@@ -320,6 +290,11 @@ export function replyId(head: string, tail: string): string | number | undefined
   }
 }
 
+/** A Buffer over the same bytes (Bun's pipes hand over plain Uint8Arrays). */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 function mib(bytes: number): string {
   return (bytes / 1024 / 1024).toFixed(1).replace(/\.0$/, "");
 }
@@ -337,6 +312,6 @@ function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on("exit", () => {
-    for (const child of live) killTree(child, "SIGKILL");
+    for (const pid of live) signalTree(pid, "SIGKILL");
   });
 }

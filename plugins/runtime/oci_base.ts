@@ -198,11 +198,7 @@ export function ociRuntime(
       stderr: Readable.toWeb(child.stderr) as ReadableStream<Uint8Array>,
       ...(socket
         ? {
-          channel: {
-            fd: 3,
-            readable: Readable.toWeb(socket) as ReadableStream<Uint8Array>,
-            writable: Writable.toWeb(socket) as WritableStream<Uint8Array>,
-          },
+          channel: { fd: 3, socket },
         }
         : {}),
       kill,

@@ -2,7 +2,8 @@
 
 Transport-free core (runs under CPython and Pyodide alike):
   frames    JSON frame encoding with the size cap
-  values    decoding of binary values that cross the channel
+  values    MimeBytes: binary values of tool results
+  tool_results  a tool's result (the server's reply, passed through) as the value user code gets
   rpc       calls into the host, awaited or blocking
   tracebacks  tracebacks that show only the user's frames
   executor  compile and run one cell in the persistent namespace, inside the session's running loop

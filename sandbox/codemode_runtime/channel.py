@@ -34,6 +34,8 @@ class Channel:
         self._read_fd = read_fd
         self._write_fd = write_fd
         self._buffer = bytearray(pending)
+        self._searched = 0
+        """How much of the buffer is known to hold no newline."""
         self._lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._main = threading.main_thread().ident
@@ -212,11 +214,14 @@ class Channel:
         """Hands every complete frame in the buffer to on_frame, in order (the read lock is held)."""
         buffer = self._buffer
         start = 0
+        # A large frame arrives in many reads: search only the bytes no earlier search has seen.
+        searched = self._searched
         while True:
-            newline = buffer.find(b"\n", start)
+            newline = buffer.find(b"\n", max(start, searched))
             if newline < 0:
+                self._searched = len(buffer) - start
                 break
-            frame = decode(bytes(buffer[start:newline]))
+            frame = decode(buffer[start:newline])
             start = newline + 1
             if frame is not None:
                 try:

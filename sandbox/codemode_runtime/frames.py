@@ -31,15 +31,16 @@ def encode(frame):
 
 
 def _dumps(frame):
-    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=_fallback)
+    text = _ENCODER.encode(frame)
     # A lone surrogate can't be UTF-8 encoded; as a \uXXXX escape it is still valid JSON for the host.
     return text.encode("utf-8", "backslashreplace")
 
 
 def decode(line):
-    """Parses one frame; returns None for anything that is not a JSON object."""
+    """Parses one frame (str, or UTF-8 bytes); returns None for anything that is not a JSON object."""
     try:
-        frame = json.loads(line)
+        # json.loads(bytes) sniffs the encoding in Python first: decoding here costs half as much.
+        frame = json.loads(line if isinstance(line, str) else line.decode("utf-8"))
     except (ValueError, RecursionError):  # a frame too deep to decode is dropped, not fatal to the reader
         return None
     return frame if isinstance(frame, dict) else None
@@ -55,3 +56,7 @@ def _fallback(value):
         return list(value)
     raise TypeError(f"Cannot send a value of type {type(value).__name__!r} to the host: "
                     "pass JSON-compatible data (dict, list, str, int, float, bool, None, bytes)")
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_fallback)
+"""One encoder for every frame (json.dumps with options builds a new one per call)."""

@@ -4,7 +4,7 @@ import builtins
 import itertools
 import threading
 
-from .values import decode_value
+from .tool_results import ResultNestingError, tool_result
 
 
 class MCPError(RuntimeError):
@@ -135,10 +135,16 @@ def _settle(future, frame):
 
 
 def result_of(frame):
-    """The decoded value of an rpc_result frame, or the matching exception raised."""
-    if frame.get("ok"):
-        return decode_value(frame.get("value"))
-    raise error_from(frame.get("error"))
+    """The value of an rpc_result frame (a tool's result when it carries a server's reply), or the
+    matching exception raised."""
+    if not frame.get("ok"):
+        raise error_from(frame.get("error"))
+    if "reply" not in frame:
+        return frame.get("value")
+    try:
+        return tool_result(frame["reply"], frame.get("raw") is True)
+    except ResultNestingError as error:
+        raise ToolError(str(error)) from None
 
 
 def error_from(error):

@@ -1,7 +1,4 @@
-"""Binary values cross the JSON channel as {"__codemode_bytes__": base64, "mime_type": m}."""
-import base64
-
-BYTES_MARKER = "__codemode_bytes__"
+"""Binary values from tool results: bytes that know their MIME type."""
 
 
 class MimeBytes(bytes):
@@ -22,15 +19,3 @@ class MimeBytes(bytes):
 
 
 MimeBytes.__module__ = "mcp"
-
-
-def decode_value(value):
-    """Returns `value` with every bytes marker in it, at any depth, turned into MimeBytes."""
-    if isinstance(value, dict):
-        if BYTES_MARKER in value and isinstance(value[BYTES_MARKER], str):
-            mime_type = value.get("mime_type") or "application/octet-stream"
-            return MimeBytes(base64.b64decode(value[BYTES_MARKER]), mime_type)
-        return {key: decode_value(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [decode_value(item) for item in value]
-    return value

@@ -167,13 +167,16 @@ class ServerProxy:
 
     async def _call(self, alias, arguments):
         raw = arguments.pop("raw", False)
+        state = self.__state
         if alias == "list_tools" and not arguments:
             # The bridge's proxies have list_tools(); a server's own tool of that name still wins.
             tools = await self._tools(refresh=True)
-            if alias not in self.__state.by_alias:
+            if alias not in state.by_alias:
                 return [dict(tool) for tool in tools]
-        name = await self._tool_name(alias)
-        return await call_tool(self.__state.name, name, arguments, raw)
+        # The common case (a known name) without another coroutine: this runs on every call.
+        name = state.by_alias.get(alias, alias) if "_" not in alias or alias in state.by_alias else \
+            await self._tool_name(alias)
+        return await call_tool(state.name, name, arguments, raw)
 
     def _docs(self, alias):
         """(help text, signature) for a tool: its stub from the host (core/catalog/stubs.ts), fetched once."""

@@ -7,7 +7,7 @@ import process from "node:process";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
 import { alive, textOf } from "./_harness.ts";
 import { setLogLevel, setLogSink } from "../../core/observe/log.ts";
-import { encodeWithinLimits, ResultLimitError } from "../../core/host_api/tool_result.ts";
+import { toolResultForPython } from "../../core/host_api/tool_result.ts";
 import {
   UnknownServerError,
   UpstreamCallError,
@@ -238,7 +238,7 @@ Deno.test("a lower maxMessageBytes applies to results", async () => {
   }, { maxMessageBytes: 1024 * 1024 });
 });
 
-Deno.test("content MCP does not define fails the call clearly, and encodeWithinLimits refuses its deep nesting", async () => {
+Deno.test("content MCP does not define fails the call clearly, and a result too deep for Python is refused", async () => {
   await withPool([faulty("f")], async (pool) => {
     await assert.rejects(pool.callTool("f", "unknown_content"), (error: Error) => {
       assert.ok(error instanceof UpstreamCallError);
@@ -253,12 +253,8 @@ Deno.test("content MCP does not define fails the call clearly, and encodeWithinL
       pool.callTool("f", "no_such_tool"),
       /failed the call to "no_such_tool": .*not found/,
     );
-    const deep = await pool.callTool("f", "deep", { depth: 3000 });
-    assert.throws(
-      () => encodeWithinLimits(deep.structuredContent, { maxBytes: 1 << 20, label: '"deep" on "f"' }),
-      (error: Error) =>
-        error instanceof ResultLimitError && /nested more than 500 levels/.test(error.message),
-    );
+    const deep = await pool.callToolReply("f", "deep", { depth: 3000 });
+    assert.throws(() => toolResultForPython(deep, false), /nested more than 500 levels/);
   });
 });
 

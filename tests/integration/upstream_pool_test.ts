@@ -10,9 +10,14 @@ import process from "node:process";
 import { Buffer } from "node:buffer";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
 import { alive, textOf } from "./_harness.ts";
-import { BYTES_MARKER } from "../../core/host_api/tool_result.ts";
-import { ToolError, unwrapToolResult } from "../../core/host_api/tool_result.ts";
+import { ToolError, toolResultForPython } from "../../core/host_api/tool_result.ts";
 import { UpstreamExitedError, UpstreamPool } from "../../core/upstream/pool.ts";
+import type { CallToolResult } from "@modelcontextprotocol/client";
+
+/** A result's structured content, else its text decoded as JSON. */
+function decoded(result: CallToolResult): unknown {
+  return result.structuredContent ?? JSON.parse(textOf(result));
+}
 
 const source = { plugin: "test", file: "test", key: "test" };
 const modules = new URL("../../node_modules/@modelcontextprotocol/", import.meta.url).pathname;
@@ -80,24 +85,26 @@ Deno.test("callTool() returns echo, sums, structured content, images and errors 
   try {
     assert.equal(textOf(await pool.callTool("everything", "echo", { message: "hi" })), "Echo: hi");
     assert.equal(
-      unwrapToolResult(await pool.callTool("everything", "get-sum", { a: 2, b: 3 })),
+      textOf(await pool.callTool("everything", "get-sum", { a: 2, b: 3 })),
       "The sum of 2 and 3 is 5.",
     );
-    const weather = unwrapToolResult(
-      await pool.callTool("everything", "get-structured-content", { location: "Chicago" }),
-    ) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(weather).sort(), ["conditions", "humidity", "temperature"]);
+    const weather = await pool.callToolReply("everything", "get-structured-content", { location: "Chicago" });
+    const structured = weather.result.structuredContent as Record<string, unknown>;
+    assert.deepEqual(Object.keys(structured).sort(), ["conditions", "humidity", "temperature"]);
+    // The lean path keeps the server's response text, whose result is the one checked.
+    assert.deepEqual(JSON.parse(weather.json!).result.structuredContent, structured);
 
-    const image = unwrapToolResult(await pool.callTool("everything", "get-tiny-image", {})) as unknown[];
+    const image = (await pool.callTool("everything", "get-tiny-image", {})).content;
     assert.equal(image.length, 3);
-    assert.equal(typeof image[0], "string");
-    const bytes = image[1] as Record<string, string>;
-    assert.equal(bytes.mime_type, "image/png");
-    assert.deepEqual([...Buffer.from(bytes[BYTES_MARKER], "base64").subarray(1, 4)], [0x50, 0x4e, 0x47]);
+    assert.equal(image[0].type, "text");
+    const png = image[1] as { type: string; data: string; mimeType: string };
+    assert.equal(png.mimeType, "image/png");
+    assert.deepEqual([...Buffer.from(png.data, "base64").subarray(1, 4)], [0x50, 0x4e, 0x47]);
 
-    const invalid = await pool.callTool("everything", "echo", {});
-    assert.equal(invalid.isError, true);
-    assert.throws(() => unwrapToolResult(invalid), (error: Error) => {
+    const invalid = await pool.callToolReply("everything", "echo", {});
+    assert.equal(invalid.result.isError, true);
+    assert.equal(invalid.json, undefined, "an error's text is redacted, so its reply is not passed through");
+    assert.throws(() => toolResultForPython(invalid, false), (error: Error) => {
       return error instanceof ToolError && /message/.test(error.message);
     });
   } finally {
@@ -109,7 +116,7 @@ Deno.test("stdio servers get the safe base environment plus their own env, never
   process.env.CODEMODE_TEST_SECRET_TOKEN = "hunter2";
   const pool = new UpstreamPool([everything("everything", { env: { CONFIGURED: "yes" } })]);
   try {
-    const env = unwrapToolResult(await pool.callTool("everything", "get-env", {})) as Record<string, string>;
+    const env = decoded(await pool.callTool("everything", "get-env", {})) as Record<string, string>;
     assert.equal(env.CONFIGURED, "yes");
     assert.equal(env.PATH, process.env.PATH);
     assert.equal(env.CODEMODE_TEST_SECRET_TOKEN, undefined);
@@ -147,7 +154,7 @@ Deno.test("server-filesystem reads a 6 MB file and server-memory keeps a graph t
     await pool.callTool("memory", "create_entities", {
       entities: [{ name: "codemode", entityType: "project", observations: ["calls MCP tools from Python"] }],
     });
-    const graph = unwrapToolResult(await pool.callTool("memory", "read_graph", {})) as {
+    const graph = decoded(await pool.callTool("memory", "read_graph", {})) as {
       entities: { name: string }[];
     };
     assert.deepEqual(graph.entities.map((entity) => entity.name), ["codemode"]);

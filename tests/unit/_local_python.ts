@@ -17,8 +17,14 @@ export type DoneFrame = Extract<Frame, { type: "done" }>;
 export type DisplayFrame = Extract<Frame, { type: "display" }>;
 /** A frame about a background job (its start and end, or its output). */
 export type JobFrame = Extract<Frame, { type: "job" | "job_output" }>;
-/** What a test host answers to an rpc: a value, or an error. */
-export type RpcAnswer = { value: unknown } | { error: { type: string; message: string } };
+/**
+ * What a test host answers to an rpc: a value, an error, or a tool's reply as the real host passes it
+ * through (the server's JSON-RPC response text, spliced into the frame as it is).
+ */
+export type RpcAnswer =
+  | { value: unknown }
+  | { error: { type: string; message: string } }
+  | { reply: string; raw?: boolean };
 
 /** Everything one execute produced. */
 export interface Execution {
@@ -154,7 +160,12 @@ export class LocalPython {
   /** Sends the rpc_result for an rpc frame. */
   answer(rpc: RpcFrame, answer: RpcAnswer): void {
     if ("error" in answer) this.send({ type: "rpc_result", id: rpc.id, ok: false, error: answer.error });
-    else this.send({ type: "rpc_result", id: rpc.id, ok: true, value: answer.value });
+    else if ("reply" in answer) {
+      const id = JSON.stringify(rpc.id);
+      this.child.stdin!.write(
+        `{"type":"rpc_result","id":${id},"ok":true,"raw":${answer.raw === true},"reply":${answer.reply}}\n`,
+      );
+    } else this.send({ type: "rpc_result", id: rpc.id, ok: true, value: answer.value });
   }
 
   /** Asks the runtime to exit and waits; kills it if it does not go within `ms`. */

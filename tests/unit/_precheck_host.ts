@@ -56,10 +56,10 @@ export function checkHost(
     names: () => Object.keys(tools),
     spec: (name) => ({ name, transport: "stdio", command: "node" }) as ServerSpec,
     listTools: (name) => Promise.resolve(tools[name] ?? []),
-    callTool: (name, tool, args) => {
+    callToolReply: (name, tool, args) => {
       calls.push(`${name}/${tool}`);
       made.push({ server: name, tool, args });
-      return Promise.resolve({ content: [{ type: "text", text: "ok" }] } as CallToolResult);
+      return Promise.resolve({ result: { content: [{ type: "text", text: "ok" }] } as CallToolResult });
     },
   };
   const api = sandboxApi(
@@ -68,7 +68,7 @@ export function checkHost(
       search: () => [],
       docs: (server) => (tools[server] ?? []).map((t) => toolDoc(server, t)),
     },
-    { unwrap: (r) => r.structuredContent ?? "ok", raw: (r) => r },
+    (reply, raw) => raw ? reply.result : reply.result.structuredContent ?? "ok",
     policy,
     undefined,
     { unplanned: options.unplanned },

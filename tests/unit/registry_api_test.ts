@@ -48,7 +48,7 @@ function methods(deps: Partial<RegistryApiDeps> = {}) {
       names: () => ["memory"],
       spec: () => undefined,
       listTools: () => Promise.reject(new Error("no")),
-      callTool: () => Promise.reject(new Error("no")),
+      callToolReply: () => Promise.reject(new Error("no")),
     },
     docs: { search: () => [], docs: () => [] },
   };

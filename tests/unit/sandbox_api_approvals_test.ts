@@ -36,13 +36,13 @@ function setup(policy: Policy, answer?: (r: ApprovalRequest) => ApprovalAnswer) 
         source: { plugin: "t", file: "/f", key: "fs" },
       }) as ServerSpec,
     listTools: () => Promise.resolve(TOOLS),
-    callTool: (_server, tool) => {
+    callToolReply: (_server, tool) => {
       calls.push(tool);
-      return Promise.resolve({ content: [{ type: "text", text: "done" }] } as CallToolResult);
+      return Promise.resolve({ result: { content: [{ type: "text", text: "done" }] } as CallToolResult });
     },
   };
   const docs: DocSearch = { search: () => [], docs: () => [] };
-  const handler = sandboxApi(pool, docs, { unwrap: () => "done", raw: (r) => r }, policy);
+  const handler = sandboxApi(pool, docs, (reply, raw) => raw ? reply.result : "done", policy);
   const context: RpcContext = {
     session: "s",
     signal: new AbortController().signal,

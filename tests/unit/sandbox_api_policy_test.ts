@@ -40,9 +40,9 @@ function fakePool(): ToolCaller & { calls: string[] } {
         source: { plugin: "t", file: "/f", key: name },
       }) as ServerSpec,
     listTools: (name) => Promise.resolve(TOOLS[name] ?? []),
-    callTool: (name, t) => {
+    callToolReply: (name, t) => {
       calls.push(`${name}/${t}`);
-      return Promise.resolve({ content: [{ type: "text", text: "ok" }] } as CallToolResult);
+      return Promise.resolve({ result: { content: [{ type: "text", text: "ok" }] } as CallToolResult });
     },
   };
 }
@@ -63,7 +63,7 @@ function api(
   pool: ReturnType<typeof fakePool>;
 } {
   const pool = fakePool();
-  const handler: RpcHandler = sandboxApi(pool, search, { unwrap: () => "ok", raw: (r) => r }, policy);
+  const handler: RpcHandler = sandboxApi(pool, search, (reply, raw) => raw ? reply.result : "ok", policy);
   const run = new AbortController().signal;
   return { pool, call: (method, params, signal = run) => handler(method, params, { session: "s", signal }) };
 }

@@ -332,26 +332,27 @@ Deno.test("tool errors raise ToolError with the host's message; other errors rai
   });
 });
 
-Deno.test("binary markers anywhere in a result decode to bytes with a mime_type", async () => {
+Deno.test("a tool's binary content reaches Python as MimeBytes; structured content is left as the server sent it", async () => {
   await withPython(async (python) => {
+    const result = {
+      content: [{ type: "image", data: "iVBORw==", mimeType: "image/png" }, { type: "audio", data: "AAE=" }],
+    };
     const run = await python.execute(
-      "r = await mcp_my_server.shot()\n" +
-        "(r['img'], r['img'].mime_type, isinstance(r['img'], bytes), r['all'][0][0], r['all'][0][0].mime_type)",
-      {
-        answer: () => ({
-          value: {
-            img: { __codemode_bytes__: "iVBORw==", mime_type: "image/png" },
-            all: [[{ __codemode_bytes__: "AAE=" }]],
-          },
-        }),
-      },
+      "r = await mcp_my_server.shot()\n(r[0], r[0].mime_type, isinstance(r[0], bytes), r[1], r[1].mime_type)",
+      { answer: () => ({ reply: JSON.stringify({ result, jsonrpc: "2.0", id: 1 }) }) },
     );
     assert.equal(
       run.done.value,
       "(MimeBytes(<4 bytes>, mime_type='image/png'), 'image/png', True, " +
         "MimeBytes(<2 bytes>, mime_type='application/octet-stream'), 'application/octet-stream')",
     );
-    assert.equal((await python.execute("bytes(r['img'])")).done.value, String.raw`b'\x89PNG'`);
+    assert.equal((await python.execute("bytes(r[0])")).done.value, String.raw`b'\x89PNG'`);
+    // Only content items the MCP schema marks as binary become bytes: a server's data is not reinterpreted.
+    const structured = { content: [], structuredContent: { img: { __codemode_bytes__: "iVBORw==" } } };
+    const plain = await python.execute("await mcp_my_server.shot()", {
+      answer: () => ({ reply: JSON.stringify({ result: structured, jsonrpc: "2.0", id: 2 }) }),
+    });
+    assert.equal(plain.done.value, "{'img': {'__codemode_bytes__': 'iVBORw=='}}");
   });
 });
 

@@ -32,7 +32,7 @@ const pool: ToolCaller = {
       source: { plugin: "t", file: "/f", key: name },
     }) as ServerSpec,
   listTools: () => Promise.resolve([ECHO]),
-  callTool: () => Promise.resolve({ content: [] } as CallToolResult),
+  callToolReply: () => Promise.resolve({ result: { content: [] } as CallToolResult }),
 };
 
 async function setup(mode: "rw" | "ro" | "off" = "rw", policy = new Policy()) {
@@ -68,7 +68,7 @@ async function setup(mode: "rw" | "ro" | "off" = "rw", policy = new Policy()) {
     search: () => hits,
     docs: (server: string): ToolDoc[] => server === "everything" ? [toolDoc(server, ECHO)] : [],
   };
-  const handler = sandboxApi(pool, docs, { unwrap: (r) => r, raw: (r) => r }, policy, skills);
+  const handler = sandboxApi(pool, docs, (reply) => reply.result, policy, skills);
   const notes: string[] = [];
   const call = (method: string, params: Record<string, unknown>) =>
     handler(method, params, {

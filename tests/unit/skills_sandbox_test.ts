@@ -278,15 +278,15 @@ async function realHost(skills: Record<string, string>, policy = new Policy()) {
         source: { plugin: "t", file: "/f", key: name },
       }) as ServerSpec,
     listTools: () => Promise.resolve([ECHO]),
-    callTool: (server: string, tool: string, args: Record<string, unknown>) => {
+    callToolReply: (server: string, tool: string, args: Record<string, unknown>) => {
       calls.push(`${server}/${tool}`);
-      return Promise.resolve(
-        { content: [{ type: "text", text: `Echo: ${args.message}` }] } as CallToolResult,
-      );
+      return Promise.resolve({
+        result: { content: [{ type: "text", text: `Echo: ${args.message}` }] } as CallToolResult,
+      });
     },
   };
   const docs = { search: () => [], docs: () => [toolDoc("everything", ECHO)] };
-  const handler = sandboxApi(pool, docs, { unwrap: (r) => r, raw: (r) => r }, policy, {
+  const handler = sandboxApi(pool, docs, (reply) => reply.result, policy, {
     mode: "rw",
     store: () => Promise.resolve(store),
     upstream: { readSkill: () => Promise.reject(new RangeError("No upstream skills here")) },

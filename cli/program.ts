@@ -4,7 +4,7 @@
  * @module
  */
 import { Command, CommanderError, Option } from "commander";
-import { VERSION } from "../core/version.ts";
+import { versionLine } from "../core/version.ts";
 import { USAGE_ERROR } from "./exit_codes.ts";
 import { registerImageCommand } from "./image.ts";
 
@@ -12,7 +12,7 @@ import { registerImageCommand } from "./image.ts";
 export function buildProgram(setExit: (code: number) => void = () => {}): Command {
   const program = new Command("codemode")
     .description("One MCP tool, run_python, that reaches every MCP server you have configured from a sandbox")
-    .version(VERSION, "-V, --version")
+    .version(versionLine(), "-V, --version")
     .exitOverride()
     .showHelpAfterError("(run with --help for usage)")
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });

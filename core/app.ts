@@ -9,6 +9,7 @@ import type { RuntimePlugin } from "./contracts/runtime.ts";
 import type { BootstrapConfig, HostFrame } from "./sandbox/protocol.ts";
 import { pythonAlias } from "./python_alias.ts";
 import type { Settings } from "./config/settings.ts";
+import { claimStateDir } from "./config/state_stamp.ts";
 import type { PluginRegistry } from "./registry.ts";
 import { defaultDiscoveryContext, discoverServers, type Discovery } from "./config/discovery.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
@@ -55,6 +56,11 @@ export interface CodemodeOptions {
   indexInBackground?: boolean;
   /** The working directory whose `.codemode/skills/` is the first skill directory (default: the process's). */
   cwd?: string;
+  /**
+   * Claim the state directory before anything reads it (default true): a directory a newer codemode
+   * wrote is refused (NewerStateError). Doctor passes false and reports it instead.
+   */
+  claimStateDir?: boolean;
 }
 
 /** A running codemode: its servers, pool, catalog and sandbox sessions. */
@@ -150,6 +156,7 @@ export class Codemode {
 
   /** Discovers servers and builds a codemode; nothing is started yet. */
   static async create(options: CodemodeOptions): Promise<Codemode> {
+    if (options.claimStateDir !== false) await claimStateDir(options.settings.stateDir, options.version);
     const discovery: Discovery = options.servers
       ? { servers: options.servers, skipped: [], diagnostics: [], files: [] }
       : await discoverServers(

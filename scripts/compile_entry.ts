@@ -21,8 +21,10 @@ import stdlib from "../dist/embed/python_stdlib.zip.zst" with { type: "file" };
 import lock from "../dist/embed/pyodide-lock.json.zst" with { type: "file" };
 import { provideEmbeddedRuntime } from "../plugins/runtime/_pyodide_embedded.ts";
 import { main } from "../cli/main.ts";
+import { setInstallKind } from "../core/version.ts";
 import { topLevelHelp } from "../cli/help_text.ts" with { type: "macro" };
 
+setInstallKind("binary");
 provideEmbeddedRuntime(manifest as Parameters<typeof provideEmbeddedRuntime>[0], {
   deno,
   host,

@@ -28,8 +28,10 @@ setup_started=$(now_ms)
 step "Installing container engines, image tools, python3 and the test browser from apt"
 # chromium: the dashboard's browser tests drive Debian's headless Chromium (puppeteer-core downloads none).
 # python3: unit tests run the sandbox runtime with the host's python3 (tests/unit/_local_python.ts).
+# qemu-user-static, libc6-arm64-cross: the linux-arm64 release binary runs under emulation in the e2e suite.
 packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
-  containernetworking-plugins iptables ca-certificates hyperfine chromium python3)
+  containernetworking-plugins iptables ca-certificates hyperfine chromium python3
+  qemu-user-static libc6-arm64-cross)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -113,6 +115,9 @@ if [ -f "$repo/node_modules/.package-lock.json" ] &&
 else
   (cd "$repo" && npm install --no-audit --no-fund --loglevel=error)
 fi
+# The Pyodide start-up snapshot a checkout copies on first use (kept when it is up to date).
+(cd "$repo" && node_modules/.bin/deno run -A scripts/pyodide_snapshot.ts 2>&1 | sed 's/^/    /') ||
+  echo "    no snapshot made: each Pyodide sandbox's first start makes one"
 done_step
 
 step "Building the sandbox image $image"

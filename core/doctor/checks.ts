@@ -10,6 +10,8 @@ import type { Diagnostic, Provenance, ServerSpec } from "../contracts/discovery.
 import type { Problem, RuntimePlugin } from "../contracts/runtime.ts";
 import type { SettingKey } from "../config/settings.ts";
 import type { ConfigFile, ConfigFileError } from "../config/file.ts";
+import { checkStateStamp, readStateStamp, type StateStamp } from "../config/state_stamp.ts";
+import { type InstallKind, VERSION } from "../version.ts";
 import {
   checkConfigFile,
   checkPolicy,
@@ -43,6 +45,8 @@ export interface StateDirCheck {
   exists: boolean;
   writable: boolean;
   status: CheckStatus;
+  /** The directory's stamp: its format and the codemode that wrote it (absent until first use). */
+  stamp?: StateStamp;
   problem?: Problem;
 }
 
@@ -78,6 +82,8 @@ export interface AuthFacts {
 /** Everything doctor found. `ok` is false when something is broken (a "fail" finding). */
 export interface DoctorReport {
   version: string;
+  /** How this codemode was installed: "npm", "binary" or "checkout". */
+  install?: InstallKind;
   ok: boolean;
   /** The runtime codemode would use, when one works. */
   runtime?: string;
@@ -110,6 +116,7 @@ export interface DiscoveryFacts {
 /** Inputs of {@link runDoctor}; the CLI wires the real ones, tests pass fakes. */
 export interface DoctorInput {
   version: string;
+  install?: InstallKind;
   env: Record<string, string | undefined>;
   runtimes: RuntimePlugin[];
   discovery: DiscoveryFacts;
@@ -130,8 +137,24 @@ export interface DoctorInput {
   skills?: SkillsCheck;
 }
 
-/** Whether the state directory exists and is writable (or can be created). Never throws. */
-export async function checkStateDir(path: string): Promise<StateDirCheck> {
+/**
+ * Whether the state directory exists and is writable (or can be created), and whether this codemode
+ * (`version`) can read it: one a newer codemode wrote in a newer format fails. Never throws.
+ */
+export async function checkStateDir(path: string, version = VERSION): Promise<StateDirCheck> {
+  const stamp = await readStateStamp(path).catch(() => undefined);
+  try {
+    checkStateStamp(path, stamp, version);
+  } catch (error) {
+    return {
+      path,
+      exists: true,
+      writable: false,
+      status: "fail",
+      stamp,
+      problem: { message: (error as Error).message, fix: "Upgrade codemode, or set CODEMODE_STATE_DIR" },
+    };
+  }
   const info = await stat(path).catch(() => undefined);
   const exists = Boolean(info);
   let writable = false;
@@ -158,6 +181,7 @@ export async function checkStateDir(path: string): Promise<StateDirCheck> {
       exists,
       writable,
       status: "ok",
+      ...(stamp ? { stamp } : {}),
       ...(exists ? {} : { problem: { message: "Does not exist yet; it is created on first use" } }),
     };
   }
@@ -307,11 +331,12 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
       ...(settings.cpus ? { cpus: settings.cpus } : {}),
     },
     maxOutput: settings.maxOutput,
+    version: input.version,
     ...input.sandbox,
   };
   const [runtimes, stateDir, servers] = await Promise.all([
     Promise.all(input.runtimes.map((r) => checkRuntime(r, runtimeOptions))),
-    checkStateDir(settings.stateDir),
+    checkStateDir(settings.stateDir, input.version),
     checkServers(input.discovery, input.listTools, input.serverTimeoutMs, refused, input.authOf),
   ]);
   const { runtime, reason, finding } = chooseRuntime(
@@ -357,6 +382,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   ];
   return {
     version: input.version,
+    ...(input.install ? { install: input.install } : {}),
     ok: !findings.some((f) => f.status === "fail"),
     ...(runtime ? { runtime } : {}),
     ...(reason ? { runtimeReason: reason } : {}),

@@ -420,12 +420,32 @@ export function ociRuntime(
     }
   }
 
-  async function importImage(tarPath: string, ref: string): Promise<void> {
-    // nerdctl import has no --change; the engines give a default PATH to images without one.
+  async function importImage(
+    tarPath: string,
+    ref: string,
+    labels: Record<string, string> = {},
+  ): Promise<void> {
+    // nerdctl import has no --change (so no labels either); the engines give a default PATH to images
+    // without one.
+    const instructions = [
+      ...IMAGE_CONFIG,
+      ...Object.entries(labels).map(([key, value]) => `LABEL ${key}=${JSON.stringify(value)}`),
+    ];
     const changes = engine === "nerdctl"
       ? []
-      : IMAGE_CONFIG.flatMap((instruction) => ["--change", instruction]);
+      : instructions.flatMap((instruction) => ["--change", instruction]);
     await checked(`import "${tarPath}" as "${ref}"`, ["import", ...changes, tarPath, ref], 600_000);
+  }
+
+  async function imageLabels(ref: string): Promise<Record<string, string>> {
+    const result = await run(["image", "inspect", "--format", "{{json .Config.Labels}}", ref], 15_000);
+    if (result.code !== 0) {
+      throw new Error(`Cannot inspect "${ref}" with ${engine}: ${firstErrorLine(result.stderr)}`);
+    }
+    const labels = JSON.parse(result.stdout.trim() || "null") as Record<string, unknown> | null;
+    return Object.fromEntries(
+      Object.entries(labels ?? {}).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
+    );
   }
 
   async function detect(): Promise<RuntimeDetection> {
@@ -552,6 +572,7 @@ export function ociRuntime(
     settle: (timeoutMs) => pending.flush(timeoutMs),
     imageExists,
     importImage,
+    imageLabels,
     pullImage: (ref) => checked(`pull "${ref}"`, ["pull", ref], 1_800_000, true),
     tagImage: (source, target) => checked(`tag "${source}" as "${target}"`, ["tag", source, target], 60_000),
   };

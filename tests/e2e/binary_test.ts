@@ -52,7 +52,7 @@ Deno.test({
   async fn() {
     const ran = await runBinary(["--version"], environment());
     assert.equal(ran.code, 0, ran.stderr);
-    assert.equal(ran.stdout.trim(), VERSION);
+    assert.equal(ran.stdout.trim(), `${VERSION} (binary, ${process.platform}-${process.arch})`);
     const times: number[] = [];
     for (let i = 0; i < 20; i++) times.push((await runBinary(["--version"], environment())).ms);
     const size = statSync(BINARY).size;

@@ -28,10 +28,11 @@ setup_started=$(now_ms)
 step "Installing container engines, image tools, python3 and the test browser from apt"
 # chromium: the dashboard's browser tests drive Debian's headless Chromium (puppeteer-core downloads none).
 # python3: unit tests run the sandbox runtime with the host's python3 (tests/unit/_local_python.ts).
-# qemu-user-static, libc6-arm64-cross: the linux-arm64 release binary runs under emulation in the e2e suite.
+# qemu-user-static, libc6-arm64-cross, libgcc-s1-arm64-cross: the linux-arm64 release binary (and the
+# Deno it carries) run under emulation in the e2e suite.
 packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
   containernetworking-plugins iptables ca-certificates hyperfine chromium python3
-  qemu-user-static libc6-arm64-cross)
+  qemu-user-static libc6-arm64-cross libgcc-s1-arm64-cross)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -127,7 +127,8 @@ export function renderReport(report: DoctorReport, c: Colors): string {
     : s.writable
     ? "created on first use"
     : "cannot be created";
-  out.push(`${c.bold("State directory")}  ${mark(s.status, c)} ${s.path} (${state})`, "");
+  const stamp = s.stamp ? `, codemode ${s.stamp.version}'s, format ${s.stamp.format}` : "";
+  out.push(`${c.bold("State directory")}  ${mark(s.status, c)} ${s.path} (${state}${stamp})`, "");
 
   const f = report.configFile;
   out.push(

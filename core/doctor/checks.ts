@@ -142,19 +142,23 @@ export interface DoctorInput {
  * (`version`) can read it: one a newer codemode wrote in a newer format fails. Never throws.
  */
 export async function checkStateDir(path: string, version = VERSION): Promise<StateDirCheck> {
+  const check = await checkStateDirAccess(path);
   const stamp = await readStateStamp(path).catch(() => undefined);
+  if (!stamp) return check;
   try {
     checkStateStamp(path, stamp, version);
+    return { ...check, stamp };
   } catch (error) {
     return {
-      path,
-      exists: true,
-      writable: false,
-      status: "fail",
+      ...check,
       stamp,
+      status: "fail",
       problem: { message: (error as Error).message, fix: "Upgrade codemode, or set CODEMODE_STATE_DIR" },
     };
   }
+}
+
+async function checkStateDirAccess(path: string): Promise<StateDirCheck> {
   const info = await stat(path).catch(() => undefined);
   const exists = Boolean(info);
   let writable = false;
@@ -181,7 +185,6 @@ export async function checkStateDir(path: string, version = VERSION): Promise<St
       exists,
       writable,
       status: "ok",
-      ...(stamp ? { stamp } : {}),
       ...(exists ? {} : { problem: { message: "Does not exist yet; it is created on first use" } }),
     };
   }

@@ -60,6 +60,8 @@ async function installGlobally(user: NpmUser, path: string): Promise<string> {
     { env: user.env, cwd: user.cwd, timeoutMs: 600_000 },
   );
   assert.equal(ran.code, 0, ran.stderr);
+  // Every dependency supports the Node.js the README names (commander 15 would not: Node >= 22.12).
+  assert.doesNotMatch(ran.stderr, /EBADENGINE/);
   console.log(`npm i -g from the cache: ${(ran.ms / 1000).toFixed(1)} s`);
   return join(user.prefix, "lib", "node_modules", "codemode");
 }

@@ -19,7 +19,7 @@ import { podman } from "../../plugins/runtime/podman.ts";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const tag = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 const has = (engine: string) => spawnSync(engine, ["image", "inspect", DEFAULT_IMAGE]).status === 0;
-const test = (name: string, ignore: boolean, fn: () => Promise<void>) =>
+const test = (name: string, ignore: boolean, fn: () => Promise<void> | void) =>
   Deno.test({ name, ignore, sanitizeOps: false, sanitizeResources: false, fn });
 
 for (const [engine, plugin] of [["podman", podman()], ["docker", docker()]] as const) {
@@ -43,7 +43,7 @@ for (const [engine, plugin] of [["podman", podman()], ["docker", docker()]] as c
 test(
   "doctor warns about an image another codemode version built, and says how to rebuild it",
   !has("podman"),
-  async () => {
+  () => {
     const ref = `codemode-test-old-${tag}:latest`;
     const container = `codemode-test-old-${tag}`;
     const home = mkdtempSync(join(tmpdir(), "codemode-old-image-"));

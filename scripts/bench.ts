@@ -3,7 +3,7 @@
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
  *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|
- *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard] [--json]
+ *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard|install] [--json]
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -26,6 +26,7 @@ import { benchOAuth } from "./bench_oauth.ts";
 import { benchStandalone } from "./bench_standalone.ts";
 import { benchFirstAnswer } from "./bench_first_answer.ts";
 import { benchDashboard } from "./bench_dashboard.ts";
+import { benchInstall } from "./bench_install.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -45,6 +46,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   standalone: benchStandalone,
   firstanswer: benchFirstAnswer,
   dashboard: benchDashboard,
+  install: benchInstall,
 };
 
 /** Sections that run only when asked for with --only: building two images from scratch takes many minutes. */

@@ -7,7 +7,16 @@
  * @module
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -204,4 +213,24 @@ export async function runPython(client: Client, code: string): Promise<{ text: s
     text: content.filter((c) => c.type === "text").map((c) => c.text).join("\n"),
     isError: Boolean(result.isError),
   };
+}
+
+/** The pids of `pid`'s children (Linux). */
+export function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Waits until `check` holds or `ms` pass; returns whether it held. */
+export async function eventually(check: () => boolean, ms = 10_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return check();
 }

@@ -11,10 +11,13 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import process from "node:process";
 import { VERSION } from "../../core/version.ts";
 import {
   changes,
+  childPids,
   connectServe,
+  eventually,
   listing,
   NPM_CACHE,
   type NpmUser,
@@ -139,22 +142,28 @@ test("npm i -g of the packed tarball: --version, doctor and serve on Pyodide, th
     const podmanCheck = podmanReport.runtimes.find((r: { name: string }) => r.name === "podman");
     assert.equal(podmanReport.runtime, "podman", JSON.stringify(podmanCheck) + podmanDoctor.stderr);
     const served = await connectServe([codemode, "serve"], withPodman, { CODEMODE_LOG_LEVEL: "info" });
+    // The launcher is Node; the serve (and the sandbox's owner) is the Deno it started.
+    const [serving] = childPids(served.pid);
+    const owned = () =>
+      spawnSync("podman", ["ps", "-a", "-q", "--filter", `label=codemode.owner-pid=${serving}`], {
+        encoding: "utf8",
+      }).stdout.trim();
     try {
       const answer = await runPython(served.client, "print(6*7)");
       assert.equal(answer.isError, false, answer.text + served.stderr());
       assert.equal(answer.text.trim(), "42");
+      assert.notEqual(owned(), "", `no container is labelled with the serve's pid ${serving}`);
+      // An MCP client stopping the server signals the launcher: Deno gets it and removes its sandbox.
+      process.kill(served.pid, "SIGTERM");
+      assert.ok(
+        await eventually(() => !existsSync(`/proc/${serving}`), 60_000),
+        "the serve outlived SIGTERM",
+      );
     } finally {
       await served.client.close();
     }
     assert.match(served.stderr(), /"selected runtime","runtime":"podman"/);
-    const left = spawnSync(
-      "podman",
-      ["ps", "-a", "-q", "--filter", `label=codemode.owner-pid=${served.pid}`],
-      {
-        encoding: "utf8",
-      },
-    );
-    assert.equal(left.stdout.trim(), "", "the serve left a container behind");
+    assert.equal(owned(), "", "the serve left a container behind");
   }
 
   assert.deepEqual(changes(installed, listing(pkg)), [], "something wrote into the installed package");

@@ -37,9 +37,16 @@ export { VERSION };
 
 /** The registry with every bundled plugin; `auto` tries runtimes in this order. */
 export function defaultPlugins(
-  settings?: Pick<Settings, "stateDir" | "image"> & Partial<Pick<Settings, "seccomp">>,
+  settings?:
+    & Pick<Settings, "stateDir" | "image">
+    & Partial<Pick<Settings, "seccomp" | "isolation" | "gvisorPlatform" | "runsc">>,
 ): PluginRegistry {
-  const oci = { image: settings?.image, seccomp: settings?.seccomp };
+  const oci = {
+    image: settings?.image,
+    seccomp: settings?.seccomp,
+    isolation: settings?.isolation,
+    gvisor: { runsc: settings?.runsc, platform: settings?.gvisorPlatform },
+  };
   const registry = new PluginRegistry()
     .registerRuntime(podman(oci))
     .registerRuntime(docker(oci))

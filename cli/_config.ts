@@ -3,16 +3,21 @@
  * the upstream pool loaded only when a server really has to be started.
  * @module
  */
-import type { Tool } from "@modelcontextprotocol/client";
 import { loadSettings, type Settings } from "../core/config/settings.ts";
 import { configureLog } from "../core/observe/log.ts";
-import { defaultDiscoveryContext, discoverServers, type Discovery } from "../core/config/discovery.ts";
+import {
+  defaultDiscoveryContext,
+  discoverServers,
+  type Discovery,
+  ownServers,
+} from "../core/config/discovery.ts";
 import { defaultDiscoveryPlugins } from "../plugins/discovery/mod.ts";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
 import type { UpstreamPool } from "../core/upstream/pool.ts";
 import { type Policy, policyOf } from "../core/config/policy.ts";
 import { claimStateDir } from "../core/config/state_stamp.ts";
 import { VERSION } from "../core/version.ts";
+import type { ToolLister } from "../core/catalog/catalog.ts";
 
 /** Settings, discovered servers and a lazy tool lister. */
 export interface CliConfig {
@@ -20,7 +25,7 @@ export interface CliConfig {
   discovery: Discovery;
   /** What the policy lets sandbox code reach; the CLI shows and starts no more than that. */
   policy: Policy;
-  lister: (spec: ServerSpec) => Promise<Tool[]>;
+  lister: ToolLister;
   /** Lists the skills a server publishes (skills extension), starting it like `lister`. */
   skillLister: (spec: ServerSpec) => Promise<{ name: string; description: string }[]>;
   close(): Promise<void>;
@@ -34,6 +39,7 @@ export async function cliConfig(): Promise<CliConfig> {
   await claimStateDir(settings.stateDir, VERSION);
   const discovery = await discoverServers(defaultDiscoveryContext(), defaultDiscoveryPlugins(), {
     allowSelf: settings.allowSelf,
+    own: ownServers(settings),
   });
   const policy = policyOf(settings);
   let pool: Promise<UpstreamPool> | undefined;
@@ -41,7 +47,7 @@ export async function cliConfig(): Promise<CliConfig> {
   const getPool = () =>
     pool ??= Promise.all([import("../core/upstream/pool.ts"), import("../core/auth/clients.ts")]).then(
       ([{ UpstreamPool }, { OAuthClients }]) => {
-        const oauth = new OAuthClients(settings.stateDir);
+        const oauth = new OAuthClients(settings.stateDir, settings.oauthDir);
         return new UpstreamPool(discovery.servers.filter((s) => policy.allowsServer(s.name).ok), {
           auth: (spec) => oauth.forServer(spec),
         });
@@ -51,7 +57,7 @@ export async function cliConfig(): Promise<CliConfig> {
     settings,
     discovery,
     policy,
-    lister: async (spec) => (await getPool()).listTools(spec.name),
+    lister: async (spec) => (await getPool()).listing(spec.name),
     skillLister: async (spec) => (await getPool()).listSkills(spec.name),
     close: async () => {
       if (pool) await (await pool).close();

@@ -5,6 +5,7 @@
  */
 import Table from "cli-table3";
 import pc from "picocolors";
+import { safeJson } from "./_terminal_guard.ts";
 
 /** How healthy one checked thing is; only "fail" makes a command exit non-zero. */
 export type Status = "ok" | "warn" | "fail" | "info";
@@ -97,7 +98,7 @@ export function visibleLength(text: string): number {
 
 /** Writes a value as indented JSON on stdout, for scripts. */
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + "\n");
+  process.stdout.write(safeJson(value) + "\n");
 }
 
 /** Milliseconds as a short human duration ("850 ms", "2.4 s"). */

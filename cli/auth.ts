@@ -10,6 +10,7 @@ import { logout } from "../core/auth/logout.ts";
 import { loginCommand } from "../core/auth/needs_login.ts";
 import { cliConfig } from "./_config.ts";
 import { colors, mark, printJson, table } from "./_render.ts";
+import { escapeDeep } from "./_terminal_guard.ts";
 import { USAGE_ERROR } from "./exit_codes.ts";
 
 /** One server's login, as `auth status --json` prints it. */
@@ -31,7 +32,7 @@ export async function authLogin(name: string, opts: { browser?: boolean }): Prom
     process.stderr.write(`codemode: ${refusal}\n`);
     return 1;
   }
-  const oauth = new OAuthClients(config.settings.stateDir);
+  const oauth = new OAuthClients(config.settings.stateDir, config.settings.oauthDir);
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.once("SIGINT", stop);
@@ -78,7 +79,7 @@ export async function authLogin(name: string, opts: { browser?: boolean }): Prom
 /** Runs `codemode auth status`: every remote server codemode logs in to, from the stored credentials. */
 export async function authStatus(opts: { json?: boolean }): Promise<number> {
   const config = await cliConfig();
-  const oauth = new OAuthClients(config.settings.stateDir);
+  const oauth = new OAuthClients(config.settings.stateDir, config.settings.oauthDir);
   const rows: AuthStatusRow[] = [];
   for (const spec of config.discovery.servers.filter(usesOAuth)) {
     const record = await oauth.store.read(spec.name, spec.url!);
@@ -103,7 +104,7 @@ export async function authStatus(opts: { json?: boolean }): Promise<number> {
   process.stdout.write(
     table(
       ["", "server", "logged in", "access token expires", "scopes"],
-      rows.map((r) => [
+      escapeDeep(rows).map((r) => [
         mark(r.loggedIn ? "ok" : "warn", c),
         r.server,
         r.loggedIn ? "yes" : `no: run ${loginCommand(r.server)}`,
@@ -122,7 +123,10 @@ export async function authLogout(name: string): Promise<number> {
   const spec = findServer(config.discovery.servers, name);
   if (!spec) return USAGE_ERROR;
   try {
-    const result = await logout(spec, new OAuthClients(config.settings.stateDir).store);
+    const result = await logout(
+      spec,
+      new OAuthClients(config.settings.stateDir, config.settings.oauthDir).store,
+    );
     if (!result.wasLoggedIn) {
       process.stdout.write(`Not logged in to "${spec.name}"; nothing to do.\n`);
     } else if (result.revoked) {

@@ -15,6 +15,7 @@ import { probeAuth } from "../core/auth/probe.ts";
 import { recordDetection } from "../core/sandbox/runtime_select.ts";
 import { readStateStamp, STATE_FORMAT } from "../core/config/state_stamp.ts";
 import { type Colors, colors, formatMs, mark, printJson, table } from "./_render.ts";
+import { escapeDeep } from "./_terminal_guard.ts";
 
 /** Flags of `codemode doctor`. */
 export interface DoctorOptions {
@@ -57,7 +58,7 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
       env,
       runtimes: plugins.runtimes(),
       discovery: app.discovery,
-      listTools: options.quick ? undefined : (name) => app.pool.listTools(name),
+      listTools: options.quick ? undefined : (name) => app.pool.listing(name),
       authOf: async (name, started) => {
         const spec = app.servers.find((s) => s.name === name);
         const auth = spec && app.oauth.forServer(spec);
@@ -80,7 +81,8 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
     await app.close();
   }
   if (options.json) printJson(report);
-  else process.stdout.write(renderReport(report, colors()));
+  // Everything in the report may quote a server, a config file or an engine: escaped before it is shown.
+  else process.stdout.write(renderReport(escapeDeep(report), colors()));
   return report.ok ? 0 : 1;
 }
 
@@ -93,19 +95,34 @@ export function renderReport(report: DoctorReport, c: Colors): string {
   section(
     `Runtimes${report.runtime ? ` (using ${report.runtime})` : ""}`,
     table(
-      ["", "runtime", "version", "mode", "image", "sandbox", "seccomp"],
+      ["", "runtime", "version", "mode", "image", "sandbox", "seccomp", "isolation"],
       report.runtimes.map((r) => [
         mark(r.status, c),
         r.name,
-        r.version ?? (r.installed ? "?" : "not installed"),
+        r.version ?? (r.notUsed ? "not used" : r.installed ? "?" : "not installed"),
         r.rootless === undefined ? "" : r.rootless ? "rootless" : "rootful",
         r.image ? `${r.image.ref}${r.image.present ? "" : " (missing)"}` : "",
         sandboxCell(r),
         seccompCell(r),
+        isolationCell(r),
       ]),
       c,
     ) + (report.runtimeReason ? `\n${c.dim(`Why ${report.runtime}: ${report.runtimeReason}`)}` : ""),
   );
+
+  // The isolation in force, and the facts that prove it (docs/security.md#gvisor).
+  const proof = report.isolation.proof;
+  out.push(
+    `${c.bold("Isolation")}  ${
+      proof ? mark(proof.proven ? "ok" : "fail", c) : mark(report.runtime ? "ok" : "fail", c)
+    } ${report.isolation.setting === "gvisor" ? "gVisor (CODEMODE_ISOLATION=gvisor)" : "container"}${
+      proof ? ` in ${report.runtime}: ${proof.expected}${proof.proven ? ", proven" : ", NOT proven"}` : ""
+    }`,
+  );
+  for (const fact of proof?.facts ?? []) {
+    out.push(`  ${fact.startsWith("NOT: ") ? c.red(fact) : c.dim(fact)}`);
+  }
+  out.push("");
 
   // The libraries of the image each working sandbox runs: what data work the sandbox can do.
   const withLibraries = report.runtimes.filter((r) => r.sandbox?.libraries);
@@ -276,6 +293,12 @@ function renderSkills(report: DoctorReport, c: Colors): string {
   ];
   if (s.mode === "ro") lines.push(c.dim("Read-only: skills load, but sandbox code cannot save them"));
   return lines.join("\n");
+}
+
+function isolationCell(r: RuntimeCheck): string {
+  if (!r.isolation) return "";
+  return r.isolation.expected +
+    (r.isolation.expected === "gvisor" && !r.isolation.proven ? " (not proven)" : "");
 }
 
 function seccompCell(r: RuntimeCheck): string {

@@ -7,6 +7,7 @@
 import { type Command, Option } from "commander";
 import type { ImageStore, RuntimePlugin } from "../core/contracts/runtime.ts";
 import type { ImageBuildEvent, ImageBuildResult } from "../core/sandbox/image_build.ts";
+import { escapeControls, unguarded } from "./_terminal_guard.ts";
 
 const ENGINES = ["podman", "docker", "nerdctl"] as const;
 type Engine = typeof ENGINES[number];
@@ -127,7 +128,7 @@ async function progressReporter(tty: boolean) {
   }
   const { default: cliProgress } = await import("cli-progress");
   const bar = new cliProgress.SingleBar({
-    stream: process.stderr,
+    stream: unguarded(process.stderr),
     format: "{bar} {percentage}% | {message}",
     barsize: 30,
     hideCursor: true,
@@ -138,7 +139,9 @@ async function progressReporter(tty: boolean) {
   return {
     update(event: ImageBuildEvent) {
       const width = Math.max(20, (process.stderr.columns ?? 80) - 45);
-      bar.update(Math.round(event.fraction * 100), { message: event.message.slice(0, width) });
+      bar.update(Math.round(event.fraction * 100), {
+        message: escapeControls(event.message.slice(0, width)),
+      });
     },
     stop() {
       bar.stop();

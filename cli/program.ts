@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from "commander";
 import { versionLine } from "../core/version.ts";
 import { USAGE_ERROR } from "./exit_codes.ts";
 import { registerImageCommand } from "./image.ts";
+import { escapeControls, guardTerminalOutput } from "./_terminal_guard.ts";
 
 /** Builds the program; `setExit` receives the exit code a subcommand's handler returns. */
 export function buildProgram(setExit: (code: number) => void = () => {}): Command {
@@ -26,6 +27,10 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
     .option("--port <n>", "HTTP port; 0 picks a free one (default 8765)")
     .option("--host <address>", "HTTP listen address (default 127.0.0.1; others need a token)")
     .option("--token <token>", "require Authorization: Bearer <token> (better: env CODEMODE_HTTP_TOKEN)")
+    .option(
+      "--allowed-hosts <names>",
+      "host names clients reach it by through a balancer, comma-separated (env CODEMODE_ALLOWED_HOSTS)",
+    )
     .action(async (opts) => setExit(await (await import("./serve.ts")).serve(opts)));
 
   program.command("run")
@@ -64,6 +69,14 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
     .argument("<server>", "server name")
     .option("--json", "print JSON for scripts")
     .action(async (server, opts) => setExit(await (await import("./search_command.ts")).tools(server, opts)));
+
+  program.command("stubs")
+    .description("Print the Python stubs (.pyi) of MCP servers' tools, or write them for editors")
+    .argument("[servers...]", "server names or aliases (default: every configured server)")
+    .option("--out <dir>", "write DIR/mcp/servers/<alias>.pyi instead of printing")
+    .action(async (servers: string[], opts) =>
+      setExit(await (await import("./stubs.ts")).stubs(servers, opts))
+    );
 
   const auth = program.command("auth")
     .description("Log in to remote MCP servers that require OAuth, show and end those logins");
@@ -139,6 +152,8 @@ export function buildProgram(setExit: (code: number) => void = () => {}): Comman
 
 /** Parses `argv` with the full program and runs the chosen command; returns the exit code. */
 export async function runProgram(argv: string[]): Promise<number> {
+  // Every command's output passes the terminal guard; stdout of `serve` over stdio is the protocol's.
+  guardTerminalOutput({ stdout: !(argv[0] === "serve" && !argv.includes("--http")) });
   let exitCode = 0;
   const program = buildProgram((code) => (exitCode = code));
   try {
@@ -147,7 +162,7 @@ export async function runProgram(argv: string[]): Promise<number> {
     if (error instanceof CommanderError) {
       return error.exitCode === 0 ? 0 : USAGE_ERROR;
     }
-    process.stderr.write(`codemode: ${(error as Error).message ?? error}\n`);
+    process.stderr.write(`codemode: ${escapeControls(String((error as Error).message ?? error))}\n`);
     return 1;
   }
   return exitCode;

@@ -4,12 +4,17 @@
  * Imports no MCP client or runtime: the caller's `lister` decides how servers are started.
  * @module
  */
-import type { Tool } from "@modelcontextprotocol/client";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
-import { type CatalogProgress, type SkillLister, ToolCatalog } from "../core/catalog/catalog.ts";
+import {
+  type CatalogProgress,
+  type SkillLister,
+  ToolCatalog,
+  type ToolLister,
+} from "../core/catalog/catalog.ts";
 import type { ToolDoc } from "../core/catalog/docs.ts";
 import { Policy } from "../core/config/policy.ts";
 import pc from "picocolors";
+import { escapeControls, escapeDeep, safeJson, unguarded } from "./_terminal_guard.ts";
 
 /** What the catalog commands need from the CLI wiring. */
 export interface CatalogDeps {
@@ -18,7 +23,7 @@ export interface CatalogDeps {
   /** codemode's state directory (the cache lives in `<stateDir>/tool-docs/`). */
   stateDir: string;
   /** Lists a server's tools, starting it if need be. */
-  lister: (spec: ServerSpec) => Promise<Tool[]>;
+  lister: ToolLister;
   /** Lists the skills a server publishes; without it (skills off) published skills are not searched. */
   skillLister?: SkillLister;
   /** The local skills as search docs; without it (skills off) they are not searched. */
@@ -74,20 +79,24 @@ export async function runSearch(
   if (!specs.length) io.err("No MCP servers are configured: codemode servers shows where codemode looked");
   const catalog = await indexedCatalog(specs, deps, io);
   const failed = catalog.status().filter((s) => s.state === "failed");
-  for (const s of failed) io.err(`Could not list the tools of "${s.server}": ${s.error}`);
+  for (const s of failed) io.err(escapeControls(`Could not list the tools of "${s.server}": ${s.error}`));
   if (opts.server === undefined && deps.skillDocs) catalog.setSkillDocs(await deps.skillDocs());
   if (specs.length && failed.length === specs.length && !catalog.skillDocs().length) return 1;
 
   const skills = Boolean(deps.skillDocs);
   const hits = policy.open && skills
-    ? catalog.search(query, { limit: opts.limit, server: opts.server })
-    : allowedHits(catalog, policy, query, opts, skills);
+    ? await catalog.search(query, { limit: opts.limit, server: opts.server })
+    : await allowedHits(catalog, policy, query, opts, skills);
   if (opts.json) {
-    io.out(JSON.stringify(hits, null, 2));
+    io.out(safeJson(hits));
     return 0;
   }
   if (!hits.length) {
-    io.out(`No tools match "${query}" in ${catalog.docs().length} tools of ${specs.length} servers`);
+    io.out(
+      `No tools match "${
+        escapeControls(query)
+      }" in ${catalog.docs().length} tools of ${specs.length} servers`,
+    );
     return 0;
   }
   const width = Math.max(60, deps.columns || process.stdout.columns || 100);
@@ -103,7 +112,7 @@ export async function runSearch(
     wordWrap: true,
     style: { head: [], border: [] },
   });
-  for (const hit of hits) {
+  for (const hit of escapeDeep(hits)) {
     table.push([
       hit.score.toFixed(2),
       io.color.cyan(hit.server),
@@ -129,15 +138,15 @@ export async function indexedCatalog(
       pending = import("cli-progress").then(({ SingleBar }) => {
         const b = new SingleBar({
           format: "Indexing tool docs {bar} {value}/{total} {server}",
-          stream: process.stderr,
+          stream: unguarded(process.stderr),
           clearOnComplete: true,
           hideCursor: true,
         });
-        b.start(p.total, p.done, { server: p.server });
+        b.start(p.total, p.done, { server: escapeControls(p.server) });
         bar = b;
       });
     }
-    bar?.update(p.done, { server: p.server });
+    bar?.update(p.done, { server: escapeControls(p.server) });
   };
   const catalog = new ToolCatalog(specs, deps.lister, {
     stateDir: deps.stateDir,
@@ -184,7 +193,7 @@ export function firstSentence(text: string, max: number): string {
  * Search hits the policy allows (and skills only when they are on): more are asked for, so refused tools
  * don't leave the list short.
  */
-function allowedHits(
+async function allowedHits(
   catalog: ToolCatalog,
   policy: Policy,
   query: string,
@@ -192,7 +201,7 @@ function allowedHits(
   skills: boolean,
 ) {
   const annotations = new Map(catalog.docs().map((d) => [`${d.server}\0${d.tool}`, d.annotations]));
-  return catalog.search(query, { limit: Math.max(100, opts.limit), server: opts.server })
+  return (await catalog.search(query, { limit: Math.max(100, opts.limit), server: opts.server }))
     .filter((hit) =>
       hit.kind === "skill"
         ? skills

@@ -37,7 +37,8 @@ export async function tools(server: string, opts: { json?: boolean }): Promise<n
   }
 }
 
-function catalogDeps(config: CliConfig): CatalogDeps {
+/** What the catalog commands (search, tools, stubs) need, from this process's config. */
+export function catalogDeps(config: CliConfig): CatalogDeps {
   const settings = config.settings;
   return {
     specs: config.discovery.servers,
@@ -51,7 +52,7 @@ function catalogDeps(config: CliConfig): CatalogDeps {
 
 /** The local skills as search docs: none without a skill directory, else cached while they are unchanged. */
 async function localSkillDocs(settings: Settings): Promise<ToolDoc[]> {
-  const roots = skillRoots({ dirs: settings.skillDirs });
+  const roots = skillRoots({ dirs: settings.skillDirs, userDir: settings.skillsDir });
   if (!roots.some((root) => existsSync(root.path))) return [];
   const { cachedSkillDocs } = await import("../core/skills/docs_cache.ts");
   return await cachedSkillDocs(roots, settings.stateDir);

@@ -18,9 +18,12 @@ export interface ServeOptions extends HttpServeOptions {
 /** Runs the MCP server (stdio unless `http`) until the client or a signal stops it; returns the exit code. */
 export async function serve(options: ServeOptions = {}): Promise<number> {
   if (options.http) return await (await import("./serve_http.ts")).serveHttp(options);
-  const httpOnly = (["port", "host", "token"] as const).filter((k) => options[k] !== undefined);
+  const httpOnly = (["port", "host", "token", "allowedHosts"] as const).filter((k) =>
+    options[k] !== undefined
+  );
   if (httpOnly.length) {
-    process.stderr.write(`codemode: --${httpOnly[0]} applies only with --http\n`);
+    const flag = httpOnly[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    process.stderr.write(`codemode: --${flag} applies only with --http\n`);
     return 2;
   }
   const app = await startServeApp();

@@ -14,7 +14,7 @@ import { VERSION } from "../core/version.ts";
 /** The dashboard of `app` as `serve --http` serves it. */
 export function dashboardFor(
   app: Codemode,
-  options: { token?: string; allowedHosts?: readonly string[] },
+  options: { node: string; token?: string; allowedHosts?: readonly string[] },
 ): Dashboard {
   const skills = new SkillsPanel(() => app.skillStore(), app.settings.skills);
   return serveDashboard({
@@ -24,6 +24,7 @@ export function dashboardFor(
     allowedHosts: options.allowedHosts,
     health: () => ({
       status: "ok",
+      node: options.node,
       version: VERSION,
       uptimeSeconds: Math.round(process.uptime() * 10) / 10,
       runtime: app.runtimeInUse ?? null,

@@ -14,6 +14,7 @@ import { removeSkill, SkillWriteError } from "../core/skills/save.ts";
 import { checkCalls, type SkillCall, type SkillFinding } from "../core/skills/check.ts";
 import { type ToolDoc, toolDoc } from "../core/catalog/docs.ts";
 import { colors, mark, printJson, table } from "./_render.ts";
+import { escapeControls, escapeDeep } from "./_terminal_guard.ts";
 
 /** Flags every skills subcommand takes. */
 export interface SkillsOptions {
@@ -24,12 +25,14 @@ export interface SkillsOptions {
 export async function list(opts: SkillsOptions): Promise<number> {
   const store = await openStore();
   if (typeof store === "number") return store;
-  const skills = store.skills();
+  const found = store.skills();
   if (opts.json) {
-    printJson({ skills: skills.map(publicSkill), diagnostics: store.diagnostics() });
+    printJson({ skills: found.map(publicSkill), diagnostics: store.diagnostics() });
     return 0;
   }
   const c = colors();
+  // Names and descriptions come from SKILL.md files sandbox code may have written.
+  const skills = escapeDeep(found.map((s) => ({ ...s })));
   if (!skills.length) {
     process.stdout.write(
       `No skills yet. Sandbox code saves them with runtime.save_skill(); codemode looks in:\n${
@@ -68,9 +71,17 @@ export async function show(name: string, opts: SkillsOptions): Promise<number> {
     return 0;
   }
   const c = colors();
-  process.stdout.write(`${c.dim(`# ${join(skill.root.path, skill.name, MANIFEST_FILE)}`)}\n${manifest}`);
+  process.stdout.write(
+    `${c.dim(`# ${escapeControls(join(skill.root.path, skill.name, MANIFEST_FILE))}`)}\n${
+      escapeControls(manifest)
+    }`,
+  );
   if (code !== null) {
-    process.stdout.write(`\n${c.dim(`# ${join(skill.root.path, skill.name, CODE_FILE)}`)}\n${code}`);
+    process.stdout.write(
+      `\n${c.dim(`# ${escapeControls(join(skill.root.path, skill.name, CODE_FILE))}`)}\n${
+        escapeControls(code)
+      }`,
+    );
   }
   if (!(code ?? manifest).endsWith("\n")) process.stdout.write("\n");
   return 0;
@@ -287,5 +298,8 @@ async function openStore(given?: Settings): Promise<SkillStore | number> {
     process.stderr.write("codemode skills: skills are turned off (CODEMODE_SKILLS=off)\n");
     return 1;
   }
-  return await SkillStore.open({ roots: skillRoots({ dirs: settings.skillDirs }), mode: settings.skills });
+  return await SkillStore.open({
+    roots: skillRoots({ dirs: settings.skillDirs, userDir: settings.skillsDir }),
+    mode: settings.skills,
+  });
 }

@@ -10,6 +10,7 @@ import { VERSION } from "../core/version.ts";
 import type { StatsSnapshot } from "../core/observe/stats.ts";
 import { readLiveSnapshots } from "../core/observe/stats_file.ts";
 import { colors, formatMs, printJson, table } from "./_render.ts";
+import { escapeDeep } from "./_terminal_guard.ts";
 
 /** Runs `codemode stats`; exit 0 even when no server runs (that is an answer, not a failure). */
 export async function stats(opts: { json?: boolean }): Promise<number> {
@@ -20,7 +21,8 @@ export async function stats(opts: { json?: boolean }): Promise<number> {
     printJson(snapshots);
     return 0;
   }
-  process.stdout.write(renderStats(snapshots) + "\n");
+  // Server and tool names in the snapshots are the servers' own: escaped before they are shown.
+  process.stdout.write(renderStats(escapeDeep(snapshots)) + "\n");
   return 0;
 }
 
@@ -55,7 +57,7 @@ export function renderStats(snapshots: StatsSnapshot[], now = new Date()): strin
         String(s.runs.cancelled),
         formatMs(s.runs.latency.p50Ms),
         formatMs(s.runs.latency.p95Ms),
-        `${s.sandboxes.live} live / ${s.sandboxes.launches} launched` +
+        `${s.sandboxes.live} live${isolations(s)} / ${s.sandboxes.launches} launched` +
         (s.sandboxes.launchFailures ? ` (${s.sandboxes.launchFailures} failed)` : ""),
         Object.entries(s.sandboxes.exits).map(([why, n]) => `${why} ${n}`).join(", ") || "-",
       ]),
@@ -86,6 +88,8 @@ export function renderStats(snapshots: StatsSnapshot[], now = new Date()): strin
   }
   const approvals = approvalLine(snapshots);
   if (approvals) out.push("", approvals);
+  const registry = registryLine(snapshots);
+  if (registry) out.push("", registry);
   const malformed = snapshots.reduce((n, s) => n + s.malformedFrames, 0);
   const rpcErrors = snapshots.reduce((n, s) => n + s.rpc.reduce((m, r) => m + r.errors, 0), 0);
   if (malformed || rpcErrors) {
@@ -104,10 +108,42 @@ function approvalLine(snapshots: StatsSnapshot[]): string {
     `${sum("timedOut")} timed out; ${unavailable} needed but the client could not be asked`;
 }
 
+/** Registry searches and adds of every process together, or "" when there were none. */
+export function registryLine(snapshots: StatsSnapshot[]): string {
+  const finds = snapshots.reduce((n, s) => n + (s.registry?.finds ?? 0), 0);
+  const errors = snapshots.reduce((n, s) => n + (s.registry?.findErrors ?? 0), 0);
+  const sum = (key: "adds" | "refused") => {
+    const all: Record<string, number> = {};
+    for (const s of snapshots) {
+      for (const [k, v] of Object.entries(s.registry?.[key] ?? {})) all[k] = (all[k] ?? 0) + v;
+    }
+    return all;
+  };
+  const [adds, refused] = [sum("adds"), sum("refused")];
+  const list = (counts: Record<string, number>) =>
+    Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ") || "none";
+  if (!finds && !Object.keys(adds).length && !Object.keys(refused).length) return "";
+  return `Registry: ${finds} finds${errors ? ` (${errors} failed)` : ""}; adds: ${list(adds)}; ` +
+    `refused before asking: ${list(refused)}`;
+}
+
 function uptime(ms: number): string {
   const seconds = Math.max(0, Math.round(ms / 1000));
   if (seconds < 60) return `${seconds}s`;
   const minutes = Math.floor(seconds / 60);
   if (minutes < 60) return `${minutes}m ${seconds % 60}s`;
   return `${Math.floor(minutes / 60)}h ${minutes % 60}m`;
+}
+
+/**
+ * How the running sandboxes are isolated, e.g. " (gvisor 2)", when any is not a plain container; older
+ * snapshots lack the list.
+ */
+function isolations(s: StatsSnapshot): string {
+  const counts = new Map<string, number>();
+  for (const sandbox of s.sandboxes.running ?? []) {
+    counts.set(sandbox.isolation, (counts.get(sandbox.isolation) ?? 0) + 1);
+  }
+  if ([...counts.keys()].every((isolation) => isolation === "container")) return "";
+  return ` (${[...counts].map(([isolation, n]) => `${isolation} ${n}`).join(", ")})`;
 }

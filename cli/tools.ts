@@ -6,6 +6,7 @@
 import { pythonAlias } from "../core/python_alias.ts";
 import { Policy } from "../core/config/policy.ts";
 import { type CatalogDeps, firstSentence, indexedCatalog, terminal } from "./search.ts";
+import { escapeControls, escapeDeep, safeJson } from "./_terminal_guard.ts";
 
 /** Options of {@link runTools}. */
 export interface ToolsCommandOptions {
@@ -33,12 +34,16 @@ export async function runTools(
   const catalog = await indexedCatalog(specs, deps, io);
   const [status] = catalog.status();
   if (status.state === "failed") {
-    io.err(`Could not list the tools of "${server}": ${status.error}`);
+    io.err(escapeControls(`Could not list the tools of "${server}": ${status.error}`));
     if (!status.tools) return 1;
   }
   const tools = catalog.full(server).filter((t) => policy.allowsTool(server, t.tool, t.annotations).ok);
+  // What the server listed but codemode left out (or kept with a caveat) goes to stderr, even with --json.
+  for (const p of escapeDeep(status.problems)) {
+    io.err(`tool ${p.tool}: ${p.problem}${p.leftOut ? " (left out)" : ""}`);
+  }
   if (opts.json) {
-    io.out(JSON.stringify(tools, null, 2));
+    io.out(safeJson(tools));
     return 0;
   }
   if (!tools.length) {
@@ -55,9 +60,9 @@ export async function runTools(
     wordWrap: true,
     style: { head: [], border: [] },
   });
-  for (const tool of tools) {
+  for (const tool of escapeDeep(tools)) {
     const call = tool.signature.replace(tool.alias, io.color.green(tool.alias));
-    table.push([call, firstSentence(tool.description, 200)]);
+    table.push([call, (tool.addedAt ? "(new) " : "") + firstSentence(tool.description, 200)]);
   }
   io.out(`${io.color.cyan(server)}: ${tools.length} tools, called as mcp_${pythonAlias(server)}.<tool>(...)`);
   io.out(table.toString());

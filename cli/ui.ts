@@ -95,7 +95,7 @@ function lazySkills(
     opened ??= settings.skills === "off" ? Promise.resolve(undefined) : import("../core/skills/store.ts")
       .then(({ SkillStore }) =>
         SkillStore.open({
-          roots: skillRoots({ dirs: settings.skillDirs }),
+          roots: skillRoots({ dirs: settings.skillDirs, userDir: settings.skillsDir }),
           mode: settings.skills as "rw" | "ro",
         })
       )

@@ -11,7 +11,7 @@ import { pythonAlias } from "./python_alias.ts";
 import type { Settings } from "./config/settings.ts";
 import { claimStateDir } from "./config/state_stamp.ts";
 import type { PluginRegistry } from "./registry.ts";
-import { defaultDiscoveryContext, discoverServers, type Discovery } from "./config/discovery.ts";
+import { defaultDiscoveryContext, discoverServers, type Discovery, ownServers } from "./config/discovery.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { OAuthClients } from "./auth/clients.ts";
 import { ToolCatalog } from "./catalog/catalog.ts";
@@ -36,6 +36,11 @@ import { ActivityInbox, ActivityPublisher } from "./observe/activity_file.ts";
 import { watched } from "./observe/watchers.ts";
 import { bridgeApprovals, pendingApprovals } from "./serve/approval_activity.ts";
 import type { ServeState } from "./observe/serve_state.ts";
+import { AddedServers } from "./host_api/added_servers.ts";
+import { type RegistrySide, registrySide } from "./host_api/registry_api.ts";
+
+/** Tools per server in the state a serve publishes for the dashboard (`toolCount` says how many there are). */
+const STATE_TOOLS = 200;
 
 /** The Python that runs in the sandbox: the bootstrap command and its first frame. */
 export interface SandboxSource {
@@ -80,6 +85,10 @@ export class Codemode {
   #stores = new Map<string, ArtifactStore>();
   /** Questions to the user about calls that need approval: open ones can be listed and answered by id. */
   readonly approvals: ApprovalBroker;
+  /** The MCP registry (undefined when CODEMODE_REGISTRY_URL=off), the add policy, and their host methods. */
+  readonly registry: RegistrySide;
+  /** The servers each session added from the registry. */
+  readonly added: AddedServers;
   /** Each runtime's detection verdict, kept in the state directory between starts. */
   readonly detections: DetectionCache;
   #options: CodemodeOptions;
@@ -93,7 +102,7 @@ export class Codemode {
   #stopApprovals?: () => void;
   /** The MCP server of each client session, for the clients' names in the published state. */
   #clients = new Map<string, McpServer>();
-  #serving: { transport: "stdio" | "http"; url?: string; startedAt: Date } | undefined;
+  #serving: { transport: "stdio" | "http"; url?: string; node?: string; startedAt: Date } | undefined;
 
   private constructor(options: CodemodeOptions, discovery: Discovery) {
     this.#options = options;
@@ -106,9 +115,13 @@ export class Codemode {
       if (!verdict.ok) log.info("server refused by policy", { server: spec.name, reason: verdict.reason });
       return verdict.ok;
     });
-    this.oauth = new OAuthClients(this.settings.stateDir);
-    this.pool = new UpstreamPool(this.servers, { auth: (spec) => this.oauth.forServer(spec) });
-    this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listTools(spec.name), {
+    this.oauth = new OAuthClients(this.settings.stateDir, this.settings.oauthDir);
+    this.pool = new UpstreamPool(this.servers, {
+      auth: (spec) => this.oauth.forServer(spec),
+      // A server whose tools changed is listed again and re-indexed (debounced, capped in rate).
+      onToolsChanged: (server) => this.catalog.toolsChanged(server),
+    });
+    this.catalog = new ToolCatalog(this.servers, (spec) => this.pool.listing(spec.name), {
       stateDir: this.settings.stateDir,
       skillLister: (spec) => this.pool.listSkills(spec.name),
     });
@@ -124,12 +137,21 @@ export class Codemode {
       watched: () => this.#activity !== undefined && watched(s.stateDir, process.pid),
     });
     this.detections = new DetectionCache(s.stateDir, options.version);
+    this.added = new AddedServers({
+      configured: { pool: this.pool, docs: this.catalog },
+      stateDir: s.stateDir,
+    });
+    this.registry = registrySide(s, {
+      policy: this.policy,
+      servers: this.added,
+      configured: () => this.servers.map((spec) => spec.name),
+    });
     this.sessions = new SessionManager({
       runtime: () => this.runtime(),
       image: s.image,
       limits: { memory: s.memory, pids: s.pids, cpus: s.cpus },
       command: options.sandbox.command,
-      bootstrap: () => options.sandbox.bootstrapFrame(this.bootstrapConfig()),
+      bootstrap: (key) => options.sandbox.bootstrapFrame(this.bootstrapConfig(key)),
       rpc: sandboxApi(
         this.pool,
         this.catalog,
@@ -141,6 +163,11 @@ export class Codemode {
           upstream: this.pool,
           skillDocs: () => this.catalog.skillDocs(),
           toolDocs: (server) => this.#toolDocs(server),
+        },
+        {
+          view: (session) => this.added.view(session),
+          methods: this.registry.methods,
+          unplanned: this.settings.planUnplanned,
         },
       ),
       maxOutput: s.maxOutput,
@@ -162,7 +189,7 @@ export class Codemode {
       : await discoverServers(
         options.discoveryContext ?? defaultDiscoveryContext(),
         options.plugins.discoveryPlugins(),
-        { allowSelf: options.settings.allowSelf },
+        { allowSelf: options.settings.allowSelf, own: ownServers(options.settings) },
       );
     for (const d of discovery.diagnostics) logDiagnostic(d);
     const app = new Codemode(options, discovery);
@@ -177,7 +204,12 @@ export class Codemode {
    * they still hold.
    */
   runtime(): Promise<RuntimePlugin> {
-    this.#choice ??= selectRuntime(this.settings.runtime, this.#options.plugins.runtimes(), this.detections);
+    this.#choice ??= selectRuntime(
+      this.settings.runtime,
+      this.#options.plugins.runtimes(),
+      this.detections,
+      this.settings.isolation,
+    );
     this.#choice.catch(() => (this.#choice = undefined));
     return this.#choice.then((choice) => {
       this.#runtimeInUse = choice.runtime.name;
@@ -208,16 +240,21 @@ export class Codemode {
     return this.#runtimeInUse;
   }
 
-  /** What the sandbox is told at start-up. */
-  bootstrapConfig(): BootstrapConfig {
+  /** What the sandbox of session `sessionKey` is told at start-up (the servers it added among its servers). */
+  bootstrapConfig(sessionKey?: string): BootstrapConfig {
     return {
       max_output: this.settings.maxOutput,
       max_display: this.settings.maxDisplay,
-      servers: this.servers.map((s) => ({
-        name: s.name,
-        alias: pythonAlias(s.name),
-        ...(s.description ? { description: s.description } : {}),
-      })),
+      precheck: this.settings.precheck,
+      servers: [
+        ...this.servers.map((s) => ({
+          name: s.name,
+          alias: pythonAlias(s.name),
+          ...(s.description ? { description: s.description } : {}),
+        })),
+        ...sessionKey ? this.added.bootstrapServers(sessionKey) : [],
+      ],
+      ...(this.registry.client ? { registry: { add: this.registry.addPolicy.mode } } : {}),
       artifacts: {
         dir: ARTIFACTS_DIR,
         max_file: this.settings.maxArtifact,
@@ -246,7 +283,11 @@ export class Codemode {
     this.approvals.forget(sessionKey);
     const store = this.#stores.get(sessionKey);
     this.#stores.delete(sessionKey);
-    await Promise.allSettled([this.sessions.close(sessionKey), store && this.artifacts.close(store.id)]);
+    await Promise.allSettled([
+      this.sessions.close(sessionKey),
+      store && this.artifacts.close(store.id),
+      this.added.close(sessionKey),
+    ]);
   }
 
   /**
@@ -294,6 +335,7 @@ export class Codemode {
             writable: this.#loadedSkills.mode === "rw",
             list: this.#loadedSkills.skills(),
           },
+          { find: this.registry.client !== undefined, add: this.registry.addPolicy.mode },
         ),
       preload: (names) => this.preload(names),
       sessionKey,
@@ -312,10 +354,14 @@ export class Codemode {
     return server;
   }
 
-  /** Starts publishing stats and activity as a serve of `transport` (at `url`, for HTTP); once per process. */
-  serving(info: { transport: "stdio" | "http"; url?: string }): void {
+  /**
+   * Starts publishing stats and activity as a serve of `transport` (at `url`, as fleet node `node`, for
+   * HTTP); once per process.
+   */
+  serving(info: { transport: "stdio" | "http"; url?: string; node?: string }): void {
     if (this.#serving) {
       if (info.url) this.#serving.url = info.url;
+      if (info.node) this.#serving.node = info.node;
       return;
     }
     this.#serving = { ...info, startedAt: new Date() };
@@ -337,12 +383,13 @@ export class Codemode {
 
   /** What this process publishes about itself for the dashboard. */
   async serveState(): Promise<ServeState> {
-    const index = new Map(this.catalog.status().map((s) => [s.server, s.state]));
+    const statuses = new Map(this.catalog.status().map((s) => [s.server, s]));
     return {
       pid: process.pid,
       version: this.#options.version,
       transport: this.#serving?.transport ?? "stdio",
       ...(this.#serving?.url ? { url: this.#serving.url } : {}),
+      ...(this.#serving?.node ? { node: this.#serving.node } : {}),
       startedAt: (this.#serving?.startedAt ?? new Date()).toISOString(),
       cwd: process.cwd(),
       ...(this.#runtimeInUse ? { runtime: this.#runtimeInUse } : {}),
@@ -359,11 +406,17 @@ export class Codemode {
           state: status.state,
           ...(status.error ? { error: status.error } : {}),
           restarts: status.restarts,
-          ...(index.has(spec.name) ? { index: index.get(spec.name) } : {}),
-          tools: this.catalog.docs(spec.name).map((d) => ({
+          ...(statuses.has(spec.name) ? { index: statuses.get(spec.name)!.state } : {}),
+          // Published twice a second: a server's thousands of tools must not make every publish heavy.
+          tools: this.catalog.docs(spec.name).slice(0, STATE_TOOLS).map((d) => ({
             name: d.tool,
             ...(d.description ? { description: d.description.slice(0, 300) } : {}),
+            ...(d.addedAt ? { addedAt: d.addedAt } : {}),
           })),
+          toolCount: this.catalog.docs(spec.name).length,
+          ...(statuses.get(spec.name)?.problems.length
+            ? { problems: statuses.get(spec.name)!.problems }
+            : {}),
         };
       }),
       policy: {
@@ -375,6 +428,7 @@ export class Codemode {
       },
       metrics: await stats.metrics.codemodeJson(),
       approvals: pendingApprovals(this.approvals),
+      added: this.added.info(),
       artifactSessions: [...this.#stores.values()].map((store) => store.id),
     };
   }
@@ -413,6 +467,7 @@ export class Codemode {
     await Promise.allSettled([
       this.sessions.closeAll(),
       this.pool.close(),
+      this.added.closeAll(),
       this.catalog.close?.(),
       this.#stats?.stop(),
       this.artifacts.closeAll(),
@@ -432,7 +487,7 @@ async function openSkills(options: CodemodeOptions): Promise<SkillStore | undefi
   try {
     const { SkillStore } = await import("./skills/store.ts");
     const store = await SkillStore.open({
-      roots: skillRoots({ cwd: options.cwd, dirs: settings.skillDirs }),
+      roots: skillRoots({ cwd: options.cwd, dirs: settings.skillDirs, userDir: settings.skillsDir }),
       mode: settings.skills,
     });
     for (const d of store.diagnostics()) log.info("skill problem", { path: d.path, message: d.message });

@@ -26,9 +26,14 @@ import tracebacks from "./codemode_runtime/tracebacks.py" with { type: "text" };
 import values from "./codemode_runtime/values.py" with { type: "text" };
 import watchdog from "./codemode_runtime/watchdog.py" with { type: "text" };
 import mcpInit from "./mcp/__init__.py" with { type: "text" };
+import mcpAdded from "./mcp/_added.py" with { type: "text" };
+import mcpCalls from "./mcp/_calls.py" with { type: "text" };
+import mcpCertainty from "./mcp/_certainty.py" with { type: "text" };
 import mcpDryRun from "./mcp/_dry_run.py" with { type: "text" };
+import mcpLiterals from "./mcp/_literals.py" with { type: "text" };
+import mcpPlan from "./mcp/_plan.py" with { type: "text" };
+import mcpPrecheck from "./mcp/_precheck.py" with { type: "text" };
 import mcpProxy from "./mcp/_proxy.py" with { type: "text" };
-import mcpSchema from "./mcp/_schema.py" with { type: "text" };
 import mcpSkillCode from "./mcp/_skill_code.py" with { type: "text" };
 import mcpSkills from "./mcp/_skills.py" with { type: "text" };
 import mcpRuntime from "./mcp/runtime.py" with { type: "text" };
@@ -59,9 +64,14 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime.values": values,
   "codemode_runtime.watchdog": watchdog,
   "mcp": mcpInit,
+  "mcp._added": mcpAdded,
+  "mcp._calls": mcpCalls,
+  "mcp._certainty": mcpCertainty,
   "mcp._dry_run": mcpDryRun,
+  "mcp._literals": mcpLiterals,
+  "mcp._plan": mcpPlan,
+  "mcp._precheck": mcpPrecheck,
   "mcp._proxy": mcpProxy,
-  "mcp._schema": mcpSchema,
   "mcp._skill_code": mcpSkillCode,
   "mcp._skills": mcpSkills,
   "mcp.runtime": mcpRuntime,

@@ -2,8 +2,7 @@
  * `deno task bench`: measures codemode against baselines taken in the same run and prints one table per
  * section (Markdown, so it pastes into BENCHMARKS.md). Benchmarks measure and report; they never assert.
  *
- *   deno run -A scripts/bench.ts [--only serve|proxy|search|binary|pyodide|load|startup|display|image|
- *     artifacts|skills|approvals|oauth|standalone|firstanswer|dashboard|install] [--json]
+ *   deno run -A scripts/bench.ts [--only <section>] [--json]     (the sections: SECTIONS below)
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -27,6 +26,11 @@ import { benchStandalone } from "./bench_standalone.ts";
 import { benchFirstAnswer } from "./bench_first_answer.ts";
 import { benchDashboard } from "./bench_dashboard.ts";
 import { benchInstall } from "./bench_install.ts";
+import { benchRegistry } from "./bench_registry.ts";
+import { benchHostile } from "./bench_hostile.ts";
+import { benchGvisor } from "./bench_gvisor.ts";
+import { benchFleet } from "./bench_fleet.ts";
+import { benchPrecheck } from "./bench_precheck.ts";
 
 /** The sections, in the order they run. */
 export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
@@ -47,6 +51,11 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   firstanswer: benchFirstAnswer,
   dashboard: benchDashboard,
   install: benchInstall,
+  registry: benchRegistry,
+  hostile: benchHostile,
+  gvisor: benchGvisor,
+  fleet: benchFleet,
+  precheck: benchPrecheck,
 };
 
 /** Sections that run only when asked for with --only: building two images from scratch takes many minutes. */

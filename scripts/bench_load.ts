@@ -49,9 +49,16 @@ export interface HttpServe {
   stop(): Promise<void>;
 }
 
-/** Starts `codemode serve --http --port 0` in `home`; resolves once the runtime is chosen. */
-export async function startHttpServe(home: string, env: Record<string, string> = {}): Promise<HttpServe> {
-  const [command, ...args] = sourceCommand();
+/**
+ * Starts `codemode serve --http --port 0` in `home` (from source, or with `codemode`, the command that
+ * runs another build); resolves once the runtime is chosen.
+ */
+export async function startHttpServe(
+  home: string,
+  env: Record<string, string> = {},
+  codemode: string[] = sourceCommand(),
+): Promise<HttpServe> {
+  const [command, ...args] = codemode;
   const child = spawn(command, [...args, "serve", "--http", "--port", "0"], {
     cwd: home,
     env: {

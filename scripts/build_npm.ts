@@ -2,7 +2,8 @@
  * Builds what the npm package runs, in dist/npm/ (`npm pack` and `npm publish` run this as `prepack`):
  *
  * 1. `codemode.js` and its chunks: scripts/npm_entry.ts bundled by Bun for a Node-compatible runtime
- *    (Deno runs it: Deno will not strip types from TypeScript under node_modules). Text and JSON imports
+ *    (Deno runs it: Deno will not strip types from TypeScript under node_modules), with the
+ *    result-validation worker as a second entry, `result_validation_worker.js`. Text and JSON imports
  *    (the sandbox's Python, the seccomp profile, the dashboard's files) are inlined; npm packages stay
  *    imports, resolved from the install's node_modules, so a dependency added to package.json ships
  *    with no edit here. Every package the bundle imports must be a `dependency` (not a devDependency):
@@ -17,7 +18,16 @@
  * @module
  */
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import process from "node:process";
@@ -82,6 +92,9 @@ export function bundle(): void {
   const built = spawnSync(join(BIN, "bun"), [
     "build",
     "scripts/npm_entry.ts",
+    // The result-validation worker is started by its URL (core/upstream/result_validation.ts): an entry
+    // of its own, beside the chunks.
+    "core/upstream/result_validation_worker.ts",
     "--target=node",
     "--format=esm",
     // Each dynamically imported module in a chunk of its own, loaded when first imported: `--version`
@@ -91,12 +104,14 @@ export function bundle(): void {
     // Names stay readable in stack traces.
     "--minify-syntax",
     "--minify-whitespace",
-    "--entry-naming=codemode.[ext]",
+    "--entry-naming=[name].[ext]",
     `--metafile=${metafile}`,
     "--outdir",
     NPM_DIR,
   ], { cwd: ROOT, encoding: "utf8" });
   if (built.status !== 0) throw new Error(`bun build failed:\n${built.stderr}${built.stdout}`);
+  // The entry is named for the command (no chunk imports an entry, so a rename breaks nothing).
+  renameSync(join(NPM_DIR, "npm_entry.js"), join(NPM_DIR, "codemode.js"));
   const meta = JSON.parse(readFileSync(metafile, "utf8")) as Metafile;
   rmSync(metafile, { force: true });
   const imported = Object.values(meta.outputs).flatMap((output) =>
@@ -112,7 +127,22 @@ export function bundle(): void {
       // dist/pyodide/ is the checkout's snapshot folder; the package registers its own (npm_entry.ts).
       .filter((file) => !file.startsWith("dist/"))
   );
-  const problems = bundleProblems(readPackage(), imported, relativeFiles);
+  // Modules a chunk starts from beside itself (`new URL("./x.js", import.meta.url)`) must have been built
+  // (a source's "./x.ts" is the path used when running from the checkout).
+  const besideFiles = readdirSync(NPM_DIR).filter((name) => name.endsWith(".js")).flatMap((name) =>
+    [
+      ...readFileSync(join(NPM_DIR, name), "utf8").matchAll(
+        /new URL\("\.\/([^"/]+\.js)",\s*import\.meta\.url\)/g,
+      ),
+    ]
+      .map((match) => match[1])
+  );
+  const problems = [
+    ...bundleProblems(readPackage(), imported, relativeFiles),
+    ...[...new Set(besideFiles)].filter((file) => !existsSync(join(NPM_DIR, file))).map((file) =>
+      `the bundle starts "./${file}" beside its chunks, which the build did not make`
+    ),
+  ];
   if (problems.length) throw new Error(`the npm bundle is not shippable:\n  ${problems.join("\n  ")}`);
 }
 

@@ -28,10 +28,13 @@ setup_started=$(now_ms)
 step "Installing container engines, image tools, python3 and the test browser from apt"
 # chromium: the dashboard's browser tests drive Debian's headless Chromium (puppeteer-core downloads none).
 # python3: unit tests run the sandbox runtime with the host's python3 (tests/unit/_local_python.ts).
+# mypy: the stub tests type-check the generated .pyi stubs with Debian's mypy (tests/unit/stubs_test.ts).
+# runsc: gVisor, the CODEMODE_ISOLATION=gvisor tier.
+# haproxy, nginx, iproute2: the fleet suite puts both balancers in front of nodes in network namespaces.
 # qemu-user-static, libc6-arm64-cross, libgcc-s1-arm64-cross: the linux-arm64 release binary (and the
 # Deno it carries) run under emulation in the e2e suite.
 packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
-  containernetworking-plugins iptables ca-certificates hyperfine chromium python3
+  containernetworking-plugins iptables ca-certificates hyperfine chromium python3 runsc haproxy nginx iproute2 mypy
   qemu-user-static libc6-arm64-cross libgcc-s1-arm64-cross)
 missing=()
 for p in "${packages[@]}"; do
@@ -42,7 +45,37 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   # runc in the same transaction makes it satisfy podman's "crun | runc" dependency.
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The balancers run only as the tests start them, on ports of their own: not as services on port 80.
+  if [ -d /run/systemd/system ]; then systemctl disable --now nginx haproxy >/dev/null 2>&1 || true; fi
 fi
+done_step
+
+step "Registering gVisor's runsc with docker"
+# docker takes an OCI runtime by the name its daemon config gives it, with runsc's flags fixed there:
+# no network stack, the platform, codemode's seccomp profile applied inside gVisor. codemode checks this
+# entry (docs/security.md#gvisor). Merged into the existing config; dockerd reloads runtimes on SIGHUP.
+gvisor_platform="${CODEMODE_GVISOR_PLATFORM:-ptrace}"
+gvisor_changed=0
+python3 - "$(command -v runsc)" "$gvisor_platform" <<'PY' || gvisor_changed=$?
+import json, os, sys
+path = "/etc/docker/daemon.json"
+config = json.load(open(path)) if os.path.exists(path) else {}
+entry = {"path": sys.argv[1], "runtimeArgs": ["--network=none", f"--platform={sys.argv[2]}", "--oci-seccomp"]}
+if config.get("runtimes", {}).get("codemode-gvisor") == entry:
+    sys.exit(0)
+config.setdefault("runtimes", {})["codemode-gvisor"] = entry
+os.makedirs(os.path.dirname(path), exist_ok=True)
+with open(path + ".tmp", "w") as f:
+    json.dump(config, f, indent=2)
+os.replace(path + ".tmp", path)
+sys.exit(10)
+PY
+[ "$gvisor_changed" = 0 ] || [ "$gvisor_changed" = 10 ] || { echo "cannot write /etc/docker/daemon.json" >&2; exit 1; }
+if [ "$gvisor_changed" = 10 ] && docker info >/dev/null 2>&1; then
+  if [ -d /run/systemd/system ]; then systemctl reload docker; else kill -HUP "$(pidof dockerd)"; fi
+  for _ in $(seq 1 20); do docker info --format '{{json .Runtimes}}' | grep -q codemode-gvisor && break; sleep 0.5; done
+fi
+echo "    $(runsc --version | head -n1), platform $gvisor_platform, docker runtime codemode-gvisor"
 done_step
 
 step "Starting dockerd"
@@ -187,6 +220,13 @@ flags=(--rm --network none --read-only --tmpfs /tmp:rw,noexec,nosuid,nodev --cap
 echo "    podman: $(podman run "${flags[@]}")"
 echo "    docker: $(docker run "${flags[@]}")"
 echo "    rootless podman: $(rootless podman run "${flags[@]}" 2>/dev/null)"
+# gVisor, as CODEMODE_ISOLATION=gvisor runs it (docs/security.md#gvisor): gVisor's kernel answers. The
+# libraries need codemode's runsc profile (threads), which `codemode doctor` and the suite use.
+runsc_flags=(--runtime "$(command -v runsc)" --runtime-flag network=none
+  --runtime-flag "platform=$gvisor_platform" --runtime-flag oci-seccomp)
+gvisor_check=("${flags[@]:0:${#flags[@]}-3}" python3 -c "import platform; print('ok, kernel', platform.release())")
+echo "    podman under gVisor: $(podman run "${runsc_flags[@]}" "${gvisor_check[@]}")"
+echo "    docker under gVisor: $(docker run --runtime codemode-gvisor "${gvisor_check[@]}")"
 done_step
 
 echo "==> Setup finished in $(since "$setup_started")"

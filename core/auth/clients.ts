@@ -24,8 +24,9 @@ export class OAuthClients {
   readonly store: TokenStore;
   #byServer = new Map<string, ServerAuth>();
 
-  constructor(stateDir: string) {
-    this.store = new TokenStore(stateDir);
+  /** Credentials under `dir` (CODEMODE_OAUTH_DIR; a fleet's nodes may share it), else `<stateDir>/oauth`. */
+  constructor(stateDir: string, dir?: string) {
+    this.store = new TokenStore(stateDir, dir);
   }
 
   /** The server's OAuth state, or undefined for a server codemode does not log in to. */

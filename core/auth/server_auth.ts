@@ -186,7 +186,12 @@ export class ServerAuth implements AuthProvider {
     return this.#refreshing;
   }
 
-  async #doRefresh(resourceMetadataUrl?: URL): Promise<void> {
+  /** One refresh at a time across every codemode sharing the token folder (see TokenStore.locked). */
+  #doRefresh(resourceMetadataUrl?: URL): Promise<void> {
+    return this.#store.locked(this.server, this.#spec.url!, () => this.#refreshLocked(resourceMetadataUrl));
+  }
+
+  async #refreshLocked(resourceMetadataUrl?: URL): Promise<void> {
     const held = this.#provider!.record.tokens;
     // Another codemode process may have refreshed already: its tokens are in the file.
     const stored = await this.#store.read(this.server, this.#spec.url!);

@@ -2,7 +2,8 @@
  * Where OAuth credentials live: one JSON file per server and server URL under `<stateDir>/oauth/` (a
  * 0700 folder), each 0600 and written whole to a temporary file that is renamed into place, so a reader
  * (another codemode process) never sees half of one. The file holds the tokens, the dynamically
- * registered client, and the discovery results that let a refresh skip rediscovery.
+ * registered client, and the discovery results that let a refresh skip rediscovery. Processes that share
+ * the folder (CODEMODE_OAUTH_DIR) refresh one at a time, under a lock.
  * @module
  */
 import { createHash } from "node:crypto";
@@ -15,6 +16,9 @@ import type {
 } from "@modelcontextprotocol/client";
 import { log } from "../observe/log.ts";
 import { writePrivateFile } from "../observe/private_files.ts";
+
+/** A lock untouched this long is taken to be a dead holder's; a live holder refreshes it every 5 s. */
+const LOCK_STALE_MS = 10_000;
 
 /** What is stored for one server. */
 export interface StoredAuth {
@@ -40,8 +44,9 @@ export class TokenStore {
   /** The folder the files live in. */
   readonly dir: string;
 
-  constructor(stateDir: string) {
-    this.dir = join(stateDir, "oauth");
+  /** The files under `dir` (CODEMODE_OAUTH_DIR), by default `<stateDir>/oauth`. */
+  constructor(stateDir: string, dir: string = join(stateDir, "oauth")) {
+    this.dir = dir;
   }
 
   /** The file of one server at one URL: a renamed server or a moved URL starts over. */
@@ -87,6 +92,33 @@ export class TokenStore {
     const existed = await stat(file).then(() => true, () => false);
     await rm(file, { force: true });
     return existed;
+  }
+
+  /**
+   * Runs `fn` holding the server's lock, which other codemode processes sharing the folder (a fleet's
+   * nodes on one volume) honour too: two refreshes of one refresh token would spend it twice, and an
+   * authorization server that rotates refresh tokens may then revoke them all. The lock is a directory
+   * beside the file (atomic on network file systems too), refreshed while held and taken over once stale
+   * (its holder died).
+   */
+  async locked<T>(server: string, serverUrl: string, fn: () => Promise<T>): Promise<T> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const { lock } = await import("proper-lockfile");
+    const release = await lock(this.pathFor(server, serverUrl), {
+      realpath: false,
+      stale: LOCK_STALE_MS,
+      retries: { retries: 100, minTimeout: 25, maxTimeout: 250 },
+      // The default throws from a timer, which would end the process: another holder took it over.
+      onCompromised: (error) =>
+        log.warn("an OAuth lock was taken over while held", { server, error: error.message }),
+    });
+    try {
+      return await fn();
+    } finally {
+      await release().catch((error) =>
+        log.warn("could not release an OAuth lock", { server, error: (error as Error).message })
+      );
+    }
   }
 
   /** A fingerprint of the file that changes whenever it is rewritten ("" when there is none). */

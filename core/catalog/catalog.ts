@@ -3,14 +3,15 @@
  *
  * Each server's tool list is fetched once (in the background, a few servers at a time) and cached on disk
  * under a hash of the server's launch spec; later starts and the CLI read the cache instead of starting
- * servers. A changed spec (new args, env, url) gets a new hash and is listed again.
+ * servers. A changed spec (new args, env, url) gets a new hash and is listed again. A server that says its
+ * tools changed is listed again (debounced, at most once per `refreshIntervalMs`), and tools that were not
+ * in its first listing are marked with when they appeared. The search index is built in slices that yield
+ * to the event loop, and rebuilt only when a search needs it.
  * @module
  */
 import type { Tool } from "@modelcontextprotocol/client";
-import { createHash, randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import type { ServerSpec } from "../contracts/discovery.ts";
+import { DocsCache, specKey, type ToolProblem } from "./cache.ts";
 import { type SearchHit, type SearchOptions, ToolIndex } from "./index.ts";
 import {
   SKILLS_SERVER,
@@ -22,8 +23,16 @@ import {
   toolSummary,
 } from "./docs.ts";
 
+/** A server's tools, with the problems of those its listing could not bring in (see core/upstream/tool_caps.ts). */
+export interface ToolListing {
+  tools: Tool[];
+  problems?: ToolProblem[];
+}
+
+export { specKey, type ToolProblem } from "./cache.ts";
+
 /** Lists a server's tools (starting it if need be). */
-export type ToolLister = (spec: ServerSpec) => Promise<Tool[]>;
+export type ToolLister = (spec: ServerSpec) => Promise<Tool[] | ToolListing>;
 
 /** A skill an upstream server publishes through the MCP skills extension (its frontmatter's name and description). */
 export interface UpstreamSkillInfo {
@@ -45,6 +54,8 @@ export interface ServerIndexStatus {
   tools: number;
   /** Why listing failed (state `failed`); older docs, if any, are kept. */
   error?: string;
+  /** Tools of its listing left out of the catalog, or kept with a caveat, and why. */
+  problems: ToolProblem[];
 }
 
 /**
@@ -70,23 +81,16 @@ export interface ToolCatalogOptions {
   onProgress?: (progress: CatalogProgress) => void;
   /** Lists the skills each server publishes, after its tools; they are searched with the tools. */
   skillLister?: SkillLister;
+  /** After a server says its tools changed, wait this long for more such notices before listing it. */
+  debounceMs?: number;
+  /** List one server again at most this often, however often it says its tools changed. */
+  refreshIntervalMs?: number;
 }
 
 /** Defaults of {@link ToolCatalogOptions}. */
-export const defaults = { concurrency: 4, timeoutMs: 30_000 };
+export const defaults = { concurrency: 4, timeoutMs: 30_000, debounceMs: 300, refreshIntervalMs: 5_000 };
 
-// 2: upstream skills are cached with the tools.
-const CACHE_VERSION = 2;
 const CLOSED = "The tool catalog was closed before this server was listed";
-
-interface CacheFile {
-  version: number;
-  server: string;
-  key: string;
-  indexedAt: string;
-  tools: ToolDoc[];
-  skills?: ToolDoc[];
-}
 
 interface Entry {
   spec: ServerSpec;
@@ -99,26 +103,13 @@ interface Entry {
   settle: () => void;
   /** Whether this server already counts as done for progress (a later refresh does not count again). */
   counted: boolean;
-}
-
-/** The hash that names a server's cache file: its launch spec, not where the spec was found. */
-export function specKey(spec: ServerSpec): string {
-  // Absent and empty mean the same launch, whichever way a discovery plugin spells them.
-  const sorted = (record?: Record<string, string>) =>
-    record && Object.keys(record).length
-      ? Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)))
-      : null;
-  const identity = [
-    spec.name,
-    spec.transport,
-    spec.command || null,
-    spec.args ?? [],
-    sorted(spec.env),
-    spec.cwd || null,
-    spec.url || null,
-    sorted(spec.headers),
-  ];
-  return createHash("sha256").update(JSON.stringify(identity)).digest("hex").slice(0, 32);
+  problems: ToolProblem[];
+  /** The tool names of the server's first listing (or cached docs); later tools are marked as added. */
+  firstNames?: Set<string>;
+  /** A refresh asked for by `toolsChanged`, not yet run. */
+  refreshTimer?: ReturnType<typeof setTimeout>;
+  /** When the server was last listed again after a change. */
+  refreshedAt: number;
 }
 
 /** Tool docs of all configured servers, indexed in the background and cached on disk. */
@@ -126,11 +117,15 @@ export class ToolCatalog {
   readonly #entries = new Map<string, Entry>();
   readonly #lister: ToolLister;
   readonly #options: ToolCatalogOptions & typeof defaults;
-  readonly #dir: string;
+  readonly #cache: DocsCache;
   #started?: Promise<void>;
   #queue: Entry[] = [];
   #closed = false;
+  /** The search index, built for `#indexed` (a count of changes), and the build under way. */
   #index?: ToolIndex;
+  #indexed = -1;
+  #changes = 0;
+  #building?: { changes: number; index: Promise<ToolIndex> };
   #done = 0;
   #localSkills: ToolDoc[] = [];
 
@@ -141,23 +136,11 @@ export class ToolCatalog {
       ...options,
       concurrency: Math.max(1, options.concurrency ?? defaults.concurrency),
       timeoutMs: options.timeoutMs ?? defaults.timeoutMs,
+      debounceMs: options.debounceMs ?? defaults.debounceMs,
+      refreshIntervalMs: options.refreshIntervalMs ?? defaults.refreshIntervalMs,
     };
-    this.#dir = join(options.stateDir, "tool-docs");
-    for (const spec of specs) {
-      let settle!: () => void;
-      const settled = new Promise<void>((resolve) => settle = resolve);
-      const status: ServerIndexStatus = { server: spec.name, state: "pending", tools: 0 };
-      this.#entries.set(spec.name, {
-        spec,
-        key: specKey(spec),
-        status,
-        docs: [],
-        skills: [],
-        settled,
-        settle,
-        counted: false,
-      });
-    }
+    this.#cache = new DocsCache(options.stateDir);
+    for (const spec of specs) this.#entries.set(spec.name, newEntry(spec));
   }
 
   /** Begins indexing in the background: cache first, then listing with bounded concurrency. Never throws. */
@@ -180,7 +163,7 @@ export class ToolCatalog {
 
   /** Indexing status of every server. */
   status(): ServerIndexStatus[] {
-    return [...this.#entries.values()].map((e) => ({ ...e.status }));
+    return [...this.#entries.values()].map((e) => ({ ...e.status, problems: [...e.problems] }));
   }
 
   /** Docs known so far, of one server or all. */
@@ -208,21 +191,43 @@ export class ToolCatalog {
   /** Replaces the local skills' docs (they are searched with the tools, as server "skills"). */
   setSkillDocs(docs: readonly ToolDoc[]): void {
     this.#localSkills = docs.map((d) => ({ ...d, server: SKILLS_SERVER, kind: "skill" as const }));
-    this.#index = undefined;
+    this.#changes++;
   }
 
-  /** Searches everything indexed so far: tools and skills. */
-  search(query: string, options: SearchOptions = {}): SearchHit[] {
-    this.#index ??= new ToolIndex([...this.docs(), ...this.skillDocs()]);
+  /**
+   * Searches everything indexed so far: tools and skills. The index is rebuilt when the docs changed
+   * since it was built, in slices that yield to the event loop; concurrent searches share one build.
+   */
+  async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
     // A skill is no server's tool: asking for one server's tools leaves skills out.
-    return this.#index.search(query, options);
+    return (await this.#currentIndex()).search(query, options);
+  }
+
+  /**
+   * The index of the current docs: the one built, else the build under way for them. One build runs at a
+   * time: when the docs change during a build, it is abandoned for a build of the newer docs.
+   */
+  #currentIndex(): Promise<ToolIndex> {
+    if (this.#index && this.#indexed === this.#changes) return Promise.resolve(this.#index);
+    const changes = this.#changes;
+    if (this.#building?.changes !== changes) {
+      const index = ToolIndex.build([...this.docs(), ...this.skillDocs()], {}, {
+        abandoned: () => this.#changes !== changes,
+      }).then((built) => {
+        if (!built) return this.#currentIndex();
+        if (changes > this.#indexed) [this.#index, this.#indexed] = [built, changes];
+        return built;
+      });
+      this.#building = { changes, index };
+    }
+    return this.#building.index;
   }
 
   /**
    * Replaces a server's docs after its tool list changed: with `tools` when the caller already has the new
    * list (e.g. the pool restarted the server), else by listing again.
    */
-  async refresh(server: string, tools?: Tool[]): Promise<void> {
+  async refresh(server: string, tools?: Tool[] | ToolListing): Promise<void> {
     const entry = this.#entries.get(server);
     if (!entry) {
       throw new RangeError(`Unknown server "${server}": refresh one of ${this.servers().join(", ")}`);
@@ -233,14 +238,61 @@ export class ToolCatalog {
     else await this.#list(entry);
   }
 
+  /**
+   * Adds a server after start-up (one sandbox code added from a registry) and indexes it now, so its tools
+   * are searchable at once: with `tools` when the caller listed them already, else by listing it. From then
+   * on it is a server like the others (refresh() re-lists it after its tool list changed).
+   */
+  async addServer(spec: ServerSpec, tools?: Tool[]): Promise<void> {
+    if (this.#entries.has(spec.name)) throw new RangeError(`Server "${spec.name}" is in the catalog already`);
+    this.#entries.set(spec.name, newEntry(spec));
+    await this.refresh(spec.name, tools);
+  }
+
+  /** Drops a server and its docs from search (a removed server); false when it was not there. */
+  removeServer(name: string): boolean {
+    const entry = this.#entries.get(name);
+    if (!entry) return false;
+    this.#entries.delete(name);
+    clearTimeout(entry.refreshTimer);
+    this.#queue = this.#queue.filter((queued) => queued !== entry);
+    if (entry.counted) this.#done--;
+    this.#changes++;
+    entry.settle();
+    return true;
+  }
+
+  /**
+   * The server said its tools changed: list it again once it has been quiet for `debounceMs`, and at most
+   * once per `refreshIntervalMs` however often it says so (a server that floods the notice costs one
+   * listing per interval).
+   */
+  toolsChanged(server: string): void {
+    const entry = this.#entries.get(server);
+    if (!entry || this.#closed) return;
+    clearTimeout(entry.refreshTimer);
+    const due = Math.max(
+      this.#options.debounceMs,
+      entry.refreshedAt + this.#options.refreshIntervalMs - Date.now(),
+    );
+    entry.refreshTimer = setTimeout(() => {
+      entry.refreshTimer = undefined;
+      entry.refreshedAt = Date.now();
+      void this.refresh(server);
+    }, due);
+    (entry.refreshTimer as { unref?: () => void }).unref?.();
+  }
+
   async #run(): Promise<void> {
     const entries = [...this.#entries.values()];
     const missing: Entry[] = [];
     await Promise.all(entries.map(async (entry) => {
-      const docs = await this.#readCache(entry);
+      const docs = await this.#cache.read(entry.spec, entry.key);
       if (docs) {
         entry.docs = docs.tools;
         entry.skills = docs.skills;
+        entry.problems = docs.problems;
+        entry.firstNames = new Set(docs.tools.map((d) => d.tool));
         this.#settle(entry, { state: "cached" });
       } else missing.push(entry);
     }));
@@ -261,12 +313,18 @@ export class ToolCatalog {
   /** Stops starting servers: queued ones settle as failed; listings under way finish on their own. */
   close(): Promise<void> {
     this.#closed = true;
+    for (const entry of this.#entries.values()) clearTimeout(entry.refreshTimer);
     for (const entry of this.#queue.splice(0)) this.#settle(entry, { state: "failed", error: CLOSED });
     return Promise.resolve();
   }
 
   async #list(entry: Entry): Promise<void> {
-    entry.status = { server: entry.spec.name, state: "indexing", tools: entry.docs.length };
+    entry.status = {
+      server: entry.spec.name,
+      state: "indexing",
+      tools: entry.docs.length,
+      problems: entry.problems,
+    };
     this.#report(entry);
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
@@ -292,20 +350,33 @@ export class ToolCatalog {
     }
   }
 
-  async #accept(entry: Entry, tools: Tool[], skills?: UpstreamSkillInfo[]): Promise<void> {
-    entry.docs = tools.map((tool) => toolDoc(entry.spec.name, tool));
+  async #accept(entry: Entry, listed: Tool[] | ToolListing, skills?: UpstreamSkillInfo[]): Promise<void> {
+    const { tools, problems = [] } = Array.isArray(listed) ? { tools: listed } : listed;
+    // Tools the server did not list at first are marked: a tool that appears mid-session deserves a look.
+    const first = entry.firstNames;
+    const now = new Date().toISOString();
+    const earlier = new Map(entry.docs.map((d) => [d.tool, d.addedAt]));
+    entry.docs = tools.map((tool) =>
+      toolDoc(
+        entry.spec.name,
+        tool,
+        first && !first.has(tool.name) ? earlier.get(tool.name) ?? now : undefined,
+      )
+    );
+    entry.firstNames ??= new Set(tools.map((t) => t.name));
+    entry.problems = problems;
     if (skills) entry.skills = skills.map((skill) => upstreamSkillDoc(entry.spec.name, skill));
     // Written before the server counts as ready, so a CLI that exits right after ready() keeps the cache.
-    await this.#writeCache(entry).catch(() => {
+    await this.#cache.write(entry.spec, entry.key, entry).catch(() => {
       // A read-only or full state dir costs a re-list next time, nothing more.
     });
     this.#settle(entry, { state: "ready" });
   }
 
   #settle(entry: Entry, change: Pick<ServerIndexStatus, "state" | "error">): void {
-    entry.status = { server: entry.spec.name, tools: entry.docs.length, ...change };
+    entry.status = { server: entry.spec.name, tools: entry.docs.length, problems: entry.problems, ...change };
     if (!change.error) delete entry.status.error;
-    this.#index = undefined;
+    this.#changes++;
     if (!entry.counted) {
       entry.counted = true;
       this.#done++;
@@ -327,48 +398,24 @@ export class ToolCatalog {
       // A broken progress display must not stop indexing.
     }
   }
+}
 
-  #file(entry: Entry): string {
-    return join(this.#dir, `${entry.key}.json`);
-  }
-
-  async #readCache(entry: Entry): Promise<{ tools: ToolDoc[]; skills: ToolDoc[] } | undefined> {
-    try {
-      const data = JSON.parse(await readFile(this.#file(entry), "utf8")) as Partial<CacheFile>;
-      const valid = data.version === CACHE_VERSION && data.key === entry.key &&
-        data.server === entry.spec.name &&
-        Array.isArray(data.tools) &&
-        data.tools.every((t) => t && typeof t.tool === "string" && t.server === entry.spec.name);
-      const skills = Array.isArray(data.skills)
-        ? data.skills.filter((s) => s && typeof s.tool === "string" && s.server === SKILLS_SERVER)
-        : [];
-      return valid ? { tools: data.tools as ToolDoc[], skills } : undefined;
-    } catch {
-      // Missing or corrupt: list the server again, and the rewrite replaces the bad file.
-      return undefined;
-    }
-  }
-
-  async #writeCache(entry: Entry): Promise<void> {
-    const file = this.#file(entry);
-    const body: CacheFile = {
-      version: CACHE_VERSION,
-      server: entry.spec.name,
-      key: entry.key,
-      indexedAt: new Date().toISOString(),
-      tools: entry.docs,
-      skills: entry.skills,
-    };
-    await mkdir(this.#dir, { recursive: true });
-    const temp = `${file}.${randomUUID()}.tmp`;
-    try {
-      await writeFile(temp, JSON.stringify(body));
-      await rename(temp, file);
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
-  }
+function newEntry(spec: ServerSpec): Entry {
+  let settle!: () => void;
+  const settled = new Promise<void>((resolve) => settle = resolve);
+  const status: ServerIndexStatus = { server: spec.name, state: "pending", tools: 0, problems: [] };
+  return {
+    spec,
+    key: specKey(spec),
+    status,
+    docs: [],
+    skills: [],
+    settled,
+    settle,
+    counted: false,
+    problems: [],
+    refreshedAt: 0,
+  };
 }
 
 /** The doc of a skill an upstream server publishes: found by search, read as `read_skill("<server>/<name>")`. */

@@ -5,6 +5,7 @@
  */
 import type { Tool } from "@modelcontextprotocol/client";
 import { pythonAlias } from "../python_alias.ts";
+import { signatureLine } from "./stubs.ts";
 
 /** One upstream tool, as the doc index stores it. */
 export interface ToolDoc {
@@ -19,7 +20,19 @@ export interface ToolDoc {
   kind?: "skill";
   /** More text to search, weighted low: a skill's SKILL.md. */
   body?: string;
+  /** When the tool appeared, if it came after the server's first listing (`notifications/tools/list_changed`). */
+  addedAt?: string;
 }
+
+/**
+ * The longest description a summary or a search hit carries; `detail="full"` has the whole text (itself
+ * capped when the server is listed, see core/upstream/tool_caps.ts). A summary is for picking a tool.
+ */
+export const SUMMARY_CHARS = 1_000;
+/** How much of a description (and of each parameter's) search indexes: enough to find a tool by. */
+export const INDEX_CHARS = 2_000;
+/** Parameters whose names and descriptions search indexes, per tool. */
+const INDEX_PARAMS = 100;
 
 /** The `server` of every skill's doc: skills are searched with the tools and told apart by it. */
 export const SKILLS_SERVER = "skills";
@@ -32,6 +45,8 @@ export interface ToolSummary {
   alias: string;
   title?: string;
   description: string;
+  /** When the tool appeared, if it came after the server's first listing. */
+  addedAt?: string;
 }
 
 /** The full view of a tool: enough to call it. */
@@ -39,7 +54,7 @@ export interface ToolFull extends ToolSummary {
   inputSchema: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
   annotations?: Record<string, unknown>;
-  /** Python-style call signature, e.g. `echo(message: str, count: int = 3)`. */
+  /** The tool's Python signature from its stub, e.g. `echo(*, message: str, count: int = 3)`. */
   signature: string;
 }
 
@@ -69,7 +84,7 @@ export const SEARCH_FIELDS = [
 export type SearchField = typeof SEARCH_FIELDS[number];
 
 /** Turns an MCP `Tool` from `tools/list` into a doc for the given server. */
-export function toolDoc(server: string, tool: Tool): ToolDoc {
+export function toolDoc(server: string, tool: Tool, addedAt?: string): ToolDoc {
   const doc: ToolDoc = { server, tool: tool.name };
   const title = tool.title ?? tool.annotations?.title;
   if (title) doc.title = title;
@@ -77,6 +92,7 @@ export function toolDoc(server: string, tool: Tool): ToolDoc {
   if (tool.inputSchema) doc.inputSchema = tool.inputSchema as Record<string, unknown>;
   if (tool.outputSchema) doc.outputSchema = tool.outputSchema as Record<string, unknown>;
   if (tool.annotations) doc.annotations = tool.annotations as Record<string, unknown>;
+  if (addedAt) doc.addedAt = addedAt;
   return doc;
 }
 
@@ -106,22 +122,35 @@ const LOWER = /^[a-z]+$/;
 /** Upper-case runs before a capitalised word (HTML|Parser), capitalised or lower words, digit runs. */
 const PART = /\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{N}+|[\p{L}\p{N}]+/gu;
 
-/** The words of every searchable field of a doc. */
+/**
+ * The words of every searchable field of a doc, from a bounded prefix of each text (INDEX_CHARS), so the
+ * index costs the same for a tool whose description is a megabyte as for one whose description is a page.
+ */
 export function searchFields(doc: ToolDoc): SearchFields {
-  const properties = schemaProperties(doc.inputSchema);
+  const properties = Object.entries(schemaProperties(doc.inputSchema)).slice(0, INDEX_PARAMS);
   const paramDocs: string[] = [];
-  for (const property of Object.values(properties)) {
-    if (typeof property?.description === "string") paramDocs.push(...splitWords(property.description));
+  for (const [, property] of properties) {
+    if (typeof property?.description === "string") paramDocs.push(...words(property.description));
   }
   return {
     server: splitWords(doc.server),
-    name: splitWords(doc.tool),
-    title: splitWords(doc.title ?? ""),
-    description: splitWords(doc.description ?? ""),
-    params: Object.keys(properties).flatMap((name) => splitWords(name)),
+    name: words(doc.tool),
+    title: words(doc.title ?? ""),
+    description: words(doc.description ?? ""),
+    params: properties.flatMap(([name]) => words(name)),
     paramDocs,
-    body: doc.body ? splitWords(doc.body) : [],
+    body: doc.body ? words(doc.body) : [],
   };
+}
+
+function words(text: string): string[] {
+  return splitWords(text.length > INDEX_CHARS ? text.slice(0, INDEX_CHARS) : text);
+}
+
+/** A description cut to SUMMARY_CHARS, with "…" where it was cut. */
+export function summaryText(description: string | undefined): string {
+  const text = description ?? "";
+  return text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS - 1)}…` : text;
 }
 
 /** All searchable words of a doc as one string (for display and debugging). */
@@ -137,8 +166,12 @@ export function toolSummary(doc: ToolDoc): ToolSummary {
     tool: doc.tool,
     alias: pythonAlias(doc.tool),
   };
-  if (doc.title) summary.title = doc.title;
-  return { ...summary, description: doc.description ?? "" };
+  if (doc.title) summary.title = summaryText(doc.title);
+  return {
+    ...summary,
+    description: summaryText(doc.description),
+    ...(doc.addedAt ? { addedAt: doc.addedAt } : {}),
+  };
 }
 
 /** The full view of a doc, with its schema and a Python-style signature. */
@@ -146,8 +179,10 @@ export function toolFull(doc: ToolDoc): ToolFull {
   const inputSchema = doc.inputSchema ?? { type: "object", properties: {} };
   const full: ToolFull = {
     ...toolSummary(doc),
+    ...(doc.title ? { title: doc.title } : {}),
+    description: doc.description ?? "",
     inputSchema,
-    signature: pythonSignature(pythonAlias(doc.tool), inputSchema),
+    signature: signatureLine(doc),
   };
   if (doc.outputSchema) full.outputSchema = doc.outputSchema;
   if (doc.annotations) full.annotations = doc.annotations;
@@ -159,69 +194,4 @@ type Schema = Record<string, unknown> & { description?: unknown };
 function schemaProperties(schema: Record<string, unknown> | undefined): Record<string, Schema> {
   const properties = schema?.properties;
   return properties && typeof properties === "object" ? properties as Record<string, Schema> : {};
-}
-
-/**
- * A Python-style signature for a tool taking keyword arguments described by a JSON schema:
- * required parameters first, then optional ones with their default (or `None`).
- */
-export function pythonSignature(name: string, inputSchema: Record<string, unknown> | undefined): string {
-  const properties = schemaProperties(inputSchema);
-  const required = new Set(Array.isArray(inputSchema?.required) ? inputSchema.required as string[] : []);
-  const names = Object.keys(properties);
-  const ordered = [...names.filter((n) => required.has(n)), ...names.filter((n) => !required.has(n))];
-  const params = ordered.map((param) => {
-    const schema = properties[param] ?? {};
-    const annotation = `${param}: ${pythonType(schema)}`;
-    if (required.has(param)) return annotation;
-    return `${annotation} = ${"default" in schema ? pythonRepr(schema.default) : "None"}`;
-  });
-  return `${name}(${params.join(", ")})`;
-}
-
-/** The Python type annotation for a JSON schema, e.g. `list[str]`, `Literal["a", "b"]`, `int | None`. */
-export function pythonType(schema: unknown): string {
-  if (!schema || typeof schema !== "object") return "Any";
-  const s = schema as Record<string, unknown>;
-  if (Array.isArray(s.enum)) return `Literal[${s.enum.map(pythonRepr).join(", ")}]`;
-  if ("const" in s) return `Literal[${pythonRepr(s.const)}]`;
-  const union = (s.anyOf ?? s.oneOf) as unknown[] | undefined;
-  if (Array.isArray(union)) return unique(union.map(pythonType)).join(" | ");
-  if (Array.isArray(s.type)) return unique(s.type.map((type) => pythonType({ ...s, type }))).join(" | ");
-  switch (s.type) {
-    case "string":
-      return "str";
-    case "integer":
-      return "int";
-    case "number":
-      return "float";
-    case "boolean":
-      return "bool";
-    case "null":
-      return "None";
-    case "array":
-      return s.items && typeof s.items === "object" ? `list[${pythonType(s.items)}]` : "list";
-    case "object":
-      return "dict";
-    default:
-      return "Any";
-  }
-}
-
-/** A JSON value written as a Python literal. */
-export function pythonRepr(value: unknown): string {
-  if (value === null || value === undefined) return "None";
-  if (value === true) return "True";
-  if (value === false) return "False";
-  if (typeof value === "string" || typeof value === "number") return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(", ")}]`;
-  if (typeof value === "object") {
-    const entries = Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${pythonRepr(v)}`);
-    return `{${entries.join(", ")}}`;
-  }
-  return JSON.stringify(String(value));
-}
-
-function unique(items: string[]): string[] {
-  return [...new Set(items)];
 }

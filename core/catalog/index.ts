@@ -12,7 +12,14 @@
  * @module
  */
 import Fuse from "fuse.js";
-import { SEARCH_FIELDS, type SearchField, searchFields, splitWords, type ToolDoc } from "./docs.ts";
+import {
+  SEARCH_FIELDS,
+  type SearchField,
+  searchFields,
+  splitWords,
+  summaryText,
+  type ToolDoc,
+} from "./docs.ts";
 
 /**
  * One search result. `score` is in 0..1 and higher is better: 1 means every query word matched exactly, in
@@ -25,6 +32,8 @@ export interface SearchHit {
   score: number;
   /** `"skill"` when the hit is a skill (its `server` is `"skills"`). */
   kind?: "skill";
+  /** When the tool appeared, if it came after its server's first listing. */
+  addedAt?: string;
 }
 
 /** Per-search options. */
@@ -60,6 +69,11 @@ const STOPWORDS = new Set(
     .split(" "),
 );
 
+/** Words handled between two checks of the clock while building. */
+const STEP = 2_000;
+/** Most words per first letter that typo correction looks through. */
+const FUZZY_POOL = 5_000;
+
 interface Posting {
   doc: number;
   /** Best field weight among the fields the word occurs in, plus a little for each other field. */
@@ -75,7 +89,7 @@ export class ToolIndex {
   readonly #nameWords: Set<string>[] = [];
   readonly #stems = new Map<string, string[]>();
   /** The vocabulary, sorted, for prefix lookups by binary search. */
-  readonly #sorted: string[];
+  #sorted: string[] = [];
   /** Words by first letter: a typo rarely hits the first letter, and fuzzy-matching 1/26th of them is fast. */
   readonly #byLetter = new Map<string, string[]>();
   /** Fuse indexes per first letter, built on first need (only queries with unknown words need them). */
@@ -83,13 +97,42 @@ export class ToolIndex {
   readonly #cache = new Map<string, { word: string; quality: number }[]>();
   readonly #maxWeight: number;
 
-  /** Builds the index; `options` override the measured defaults. */
-  constructor(docs: readonly ToolDoc[], options: Partial<ToolIndexOptions> = {}) {
+  /** Builds the index at once; `options` override the measured defaults. */
+  constructor(docs: readonly ToolDoc[], options: Partial<ToolIndexOptions> = {}, deferred = false) {
     this.#docs = [...docs];
     this.#options = { ...defaults, ...options, weights: { ...defaults.weights, ...options.weights } };
+    this.#maxWeight = Math.max(...Object.values(this.#options.weights));
+    if (!deferred) { for (const _ of this.#steps()) { /* all at once */ } }
+  }
+
+  /**
+   * Builds the index in slices of about `sliceMs` of work, yielding to the event loop between them: a
+   * catalog of 20,000 tools, or a server's hostile one, never holds up a ping or another session's run.
+   * Undefined when `abandoned()` said so between two slices.
+   */
+  static async build(
+    docs: readonly ToolDoc[],
+    options: Partial<ToolIndexOptions> = {},
+    slices: { sliceMs?: number; abandoned?: () => boolean } = {},
+  ): Promise<ToolIndex | undefined> {
+    const sliceMs = slices.sliceMs ?? 8;
+    const index = new ToolIndex(docs, options, true);
+    let slice = performance.now();
+    for (const _ of index.#steps()) {
+      if (performance.now() - slice < sliceMs) continue;
+      await new Promise((resolve) => setImmediate(resolve));
+      // A build for docs that changed meanwhile is dropped: the newer build replaces it.
+      if (slices.abandoned?.()) return undefined;
+      slice = performance.now();
+    }
+    return index;
+  }
+
+  /** The work of building, as small steps: each `yield` is a point where the build may pause. */
+  *#steps(): Generator<void> {
     const weights = this.#options.weights;
-    this.#maxWeight = Math.max(...Object.values(weights));
-    this.#docs.forEach((doc, i) => {
+    for (let i = 0; i < this.#docs.length; i++) {
+      const doc = this.#docs[i];
       const fields = searchFields(doc);
       const best = new Map<string, number>();
       const extra = new Map<string, number>();
@@ -106,17 +149,37 @@ export class ToolIndex {
         push(this.#postings, word, { doc: i, weight });
       }
       this.#nameWords.push(new Set(splitWords(doc.tool, { joined: false }).filter((w) => !STOPWORDS.has(w))));
-    });
+      yield;
+    }
     const n = this.#docs.length;
+    let count = 0;
     for (const [word, list] of this.#postings) {
       this.#idf.set(word, Math.log(1 + (n - list.length + 0.5) / (list.length + 0.5)));
+      if (++count % STEP === 0) yield;
     }
-    this.#sorted = [...this.#postings.keys()].sort();
+    this.#sorted = yield* sortedInSteps([...this.#postings.keys()]);
+    const byLetter = new Map<string, string[]>();
     for (const word of this.#sorted) {
-      // Stopwords are never what a misspelt query word meant ("time" is not "the").
-      if (!STOPWORDS.has(word)) push(this.#byLetter, word[0], word);
       push(this.#stems, stemOf(word), word);
+      // Stopwords are never what a misspelt query word meant ("time" is not "the").
+      if (!STOPWORDS.has(word)) push(byLetter, word[0], word);
+      if (++count % STEP === 0) yield;
     }
+    for (const [letter, words] of byLetter) {
+      this.#byLetter.set(letter, words.length <= FUZZY_POOL ? words : this.#fuzzyPool(words));
+      yield;
+    }
+  }
+
+  /**
+   * The words of one letter that typo correction looks through when there are too many: those that occur
+   * in more than one tool first, so that a vocabulary of random words (a hostile server's) cannot make
+   * every misspelt query slow. Kept in sorted order.
+   */
+  #fuzzyPool(words: string[]): string[] {
+    const common = (word: string) => this.#postings.get(word)!.length > 1;
+    let room = FUZZY_POOL - words.filter(common).length;
+    return words.filter((word) => common(word) || room-- > 0).slice(0, FUZZY_POOL);
   }
 
   /** Number of tools in the index. */
@@ -170,9 +233,10 @@ export class ToolIndex {
     return hits.slice(0, limit).map(({ doc, score }) => ({
       server: this.#docs[doc].server,
       tool: this.#docs[doc].tool,
-      description: this.#docs[doc].description ?? "",
+      description: summaryText(this.#docs[doc].description),
       score: Math.round(Math.min(1, score) * 1000) / 1000,
       ...(this.#docs[doc].kind ? { kind: this.#docs[doc].kind } : {}),
+      ...(this.#docs[doc].addedAt ? { addedAt: this.#docs[doc].addedAt } : {}),
     }));
   }
 
@@ -250,6 +314,30 @@ export function stemOf(word: string): string {
 
 function undouble(stem: string): string {
   return /([^aeiouls])\1$/.test(stem) ? stem.slice(0, -1) : stem;
+}
+
+/** `words` sorted (as `Array.prototype.sort` would), in steps: runs sorted one by one, then merged. */
+function* sortedInSteps(words: string[]): Generator<void, string[]> {
+  let runs: string[][] = [];
+  for (let i = 0; i < words.length; i += STEP) {
+    runs.push(words.slice(i, i + STEP).sort());
+    yield;
+  }
+  while (runs.length > 1) {
+    const merged: string[][] = [];
+    for (let r = 0; r < runs.length; r += 2) {
+      const [a, b = []] = [runs[r], runs[r + 1]];
+      const out: string[] = new Array(a.length + b.length);
+      let i = 0, j = 0, k = 0;
+      while (i < a.length || j < b.length) {
+        out[k++] = j >= b.length || (i < a.length && a[i] < b[j]) ? a[i++] : b[j++];
+        if (k % STEP === 0) yield;
+      }
+      merged.push(out);
+    }
+    runs = merged;
+  }
+  return runs[0] ?? [];
 }
 
 function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {

@@ -15,6 +15,8 @@ import type {
   ServerSpec,
 } from "../contracts/discovery.ts";
 import { expandServer } from "./expand_vars.ts";
+import { KEPT_SOURCE } from "./kept_servers.ts";
+import type { Settings } from "./settings.ts";
 
 /** A configured server codemode will not use, with the reason to show the user. */
 export interface SkippedServer {
@@ -42,10 +44,22 @@ export interface Discovery {
 export interface DiscoverOptions {
   /** Keep entries that would launch codemode itself (normally skipped to avoid recursion). */
   allowSelf?: boolean;
+  /**
+   * Servers from codemode's own config file (kept from a registry), and what is wrong with its entries;
+   * they rank after every plugin's user-scope servers.
+   */
+  own?: { file?: string; servers: ServerSpec[]; problems: string[] };
 }
 
 /** Precedence tier of each scope; a higher tier wins. Scopes not listed rank as "user". */
 export const SCOPE_RANK: Readonly<Record<string, number>> = { user: 0, project: 1, workspace: 1, local: 2 };
+
+/** The servers kept in codemode's own config file (settings read them), as `own` for discoverServers. */
+export function ownServers(
+  settings: Pick<Settings, "configFile" | "keptServers" | "keptServerProblems">,
+): NonNullable<DiscoverOptions["own"]> {
+  return { file: settings.configFile, servers: settings.keptServers, problems: settings.keptServerProblems };
+}
 
 /** The machine's own discovery context: home directory, working directory, platform, environment. */
 export function defaultDiscoveryContext(): DiscoveryContext {
@@ -122,11 +136,27 @@ export async function discoverServers(
   const discovery: Discovery = { servers: [], skipped: [], diagnostics: [], files: [] };
   const usable: ServerSpec[] = [];
   const perPlugin = await Promise.all(plugins.map((plugin) => readAll(plugin, context)));
+  const own = options.own;
+  if (own?.file && (own.servers.length || own.problems.length)) {
+    perPlugin.push({
+      reads: [{
+        path: own.file,
+        result: {
+          servers: own.servers,
+          diagnostics: own.problems.map((message) => ({ severity: "error", file: own.file!, message })),
+        },
+      }],
+    });
+  }
   perPlugin.forEach(({ reads, problem }, index) => {
     if (problem) discovery.diagnostics.push(problem);
     for (const { path, result } of reads) {
       discovery.diagnostics.push(...result.diagnostics);
-      discovery.files.push({ plugin: plugins[index].name, path, servers: result.servers.length });
+      discovery.files.push({
+        plugin: plugins[index]?.name ?? KEPT_SOURCE,
+        path,
+        servers: result.servers.length,
+      });
       for (const raw of result.servers) {
         const { spec, diagnostics, unusable } = expandServer(raw, context);
         discovery.diagnostics.push(...diagnostics);

@@ -6,8 +6,11 @@
 import * as z from "zod";
 import { pythonAlias } from "../python_alias.ts";
 
-/** A glob list as a setting: comma-separated (a config file may give a YAML/JSON list instead). */
-export function globList(kind: "server" | "tool") {
+/**
+ * A glob list as a setting: comma-separated (a config file may give a YAML/JSON list instead). Server
+ * patterns have no "/"; patterns over added servers ("add") match registry names, which have one.
+ */
+export function globList(kind: "server" | "tool" | "add") {
   return z.string().transform((raw, ctx) => {
     const globs = raw.split(",").map((g) => g.trim()).filter(Boolean);
     for (const glob of globs) {

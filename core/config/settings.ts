@@ -9,6 +9,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { type ConfigFile, ConfigFileError, readConfigFile, userConfigDir } from "./file.ts";
 import { globList } from "./globs.ts";
 import { mountList, type MountSpec, resolveMounts } from "./mounts.ts";
+import { type KeptServer, readKeptServers } from "./kept_servers.ts";
 
 /** Accepts "30", "30s", "1.5s", "500ms", "2m" and returns seconds. */
 function seconds(what: string) {
@@ -47,6 +48,45 @@ const bytes = z.string().trim().transform((raw, ctx) => {
   const unit = (m[2] ?? "").toLowerCase()[0] as "k" | "m" | "g" | undefined;
   return Number(m[1]) * (unit ? { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[unit] : 1);
 });
+/** A registry's base URL (http or https), or "off". */
+const registryUrl = z.string().trim().transform((raw, ctx) => {
+  if (raw.toLowerCase() === "off") return "off";
+  try {
+    const url = new URL(raw);
+    if (url.protocol === "https:" || url.protocol === "http:") return url.href.replace(/\/+$/, "");
+  } catch {
+    // reported below
+  }
+  ctx.addIssue({ code: "custom", message: "expected the registry's http(s) base URL, or off" });
+  return z.NEVER;
+});
+
+/** What a fleet node's id must look like: a DNS label (a Kubernetes pod name, a host's short name). */
+export const NODE_ID_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** Comma-separated host names or IP addresses (as a Host header names them), lower-cased. */
+const hostList = z.string().transform((raw, ctx) => {
+  const names = raw.split(",").map((n) => n.trim().toLowerCase()).filter(Boolean);
+  const bad = names.find((n) =>
+    !/^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)$/.test(n)
+  );
+  if (bad !== undefined || !names.length) {
+    ctx.addIssue({
+      code: "custom",
+      message: bad === undefined
+        ? "expected host names such as codemode.example.com"
+        : `"${bad}" is not a host name: expected names such as codemode.example.com, without port or scheme`,
+    });
+    return z.NEVER;
+  }
+  return names;
+});
+/** Parses a comma-separated list of host names (`--allowed-hosts`), as CODEMODE_ALLOWED_HOSTS is. */
+export function parseHostNames(raw: string): { names: string[] } | { error: string } {
+  const parsed = hostList.safeParse(raw);
+  return parsed.success ? { names: parsed.data } : { error: parsed.error.issues[0].message };
+}
+
 const bool = z.string().trim().toLowerCase().pipe(
   z.enum(["1", "0", "true", "false", "yes", "no", "on", "off"]),
 )
@@ -117,6 +157,36 @@ const SPEC = {
     fallback: "codemode",
     doc: "Seccomp profile of container sandboxes: codemode (built in, see docs/security.md), engine (the " +
       "engine's default) or the path of a JSON profile",
+  },
+  // The gVisor tier (docs/security.md#gvisor).
+  isolation: {
+    env: "CODEMODE_ISOLATION",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["container", "gvisor"])),
+    fallback: "container",
+    doc:
+      "container: sandboxes share the host kernel (runc), behind codemode's seccomp profile; gvisor: every " +
+      "sandbox runs under gVisor's user-space kernel (runsc), never falling back to runc or Pyodide",
+  },
+  gvisorPlatform: {
+    env: "CODEMODE_GVISOR_PLATFORM",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().regex(
+      /^[a-z][a-z0-9_-]*$/,
+      "expected a runsc platform such as ptrace",
+    ),
+    fallback: "ptrace",
+    doc:
+      "How runsc intercepts system calls under CODEMODE_ISOLATION=gvisor: ptrace works everywhere; systrap " +
+      "(newer runsc) or kvm (needs /dev/kvm) are faster where they work",
+  },
+  runsc: {
+    env: "CODEMODE_RUNSC",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc: "The runsc binary for CODEMODE_ISOLATION=gvisor (default: runsc on PATH); passed to the engine by " +
+      "its absolute path",
   },
   idleTimeout: {
     env: "CODEMODE_IDLE_TIMEOUT",
@@ -304,6 +374,57 @@ const SPEC = {
     doc:
       "When the client cannot be asked (no elicitation capability): deny the call, or allow it with a note",
   },
+  // Checks and plans (docs/check.md, docs/approvals.md).
+  precheck: {
+    env: "CODEMODE_PRECHECK",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().transform((s) =>
+      ["1", "true", "yes"].includes(s) ? "on" : ["0", "false", "no"].includes(s) ? "off" : s
+    ).pipe(z.enum(["on", "off"])),
+    fallback: "on",
+    doc: "Check each program's tool calls against the servers' tools and schemas before it runs; when a " +
+      "finding is certain, nothing runs (see docs/check.md)",
+  },
+  planUnplanned: {
+    env: "CODEMODE_PLAN_UNPLANNED",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["deny", "ask"])),
+    fallback: "deny",
+    doc: "In a `runtime.plan` block the user approved, a call that was not in the plan: deny it " +
+      "(PermissionError) or ask about it separately",
+  },
+  // Servers added from a registry (docs/discovery.md#adding-servers-from-a-registry).
+  registryUrl: {
+    env: "CODEMODE_REGISTRY_URL",
+    aliases: [],
+    parse: registryUrl,
+    fallback: "https://registry.modelcontextprotocol.io",
+    doc: "The MCP registry runtime.find_servers() searches (its base URL; an organisation's own works the " +
+      "same); off turns find and add off",
+  },
+  addServers: {
+    env: "CODEMODE_ADD_SERVERS",
+    aliases: [],
+    parse: z.string().trim().toLowerCase().pipe(z.enum(["off", "ask", "allow"])),
+    fallback: "off",
+    doc: "Whether sandbox code may add registry servers with runtime.add_server(): off, ask (the user " +
+      "approves each, through MCP elicitation) or allow (no question)",
+  },
+  addAllow: {
+    env: "CODEMODE_ADD_ALLOW",
+    aliases: [],
+    parse: globList("add"),
+    fallback: "*",
+    doc: "Registry servers that may be added: globs of registry names (io.github.org/*) or packages " +
+      "(npm:<name>, pypi:<name>, remote:<host>)",
+  },
+  addDeny: {
+    env: "CODEMODE_ADD_DENY",
+    aliases: [],
+    parse: globList("add").optional(),
+    fallback: undefined,
+    doc: "Registry servers that may never be added; beats the allow list (unset: none)",
+  },
   prewarm: {
     env: "CODEMODE_PREWARM",
     aliases: [],
@@ -330,6 +451,51 @@ const SPEC = {
     fallback: "4m",
     doc: "Size at which a serve's activity log is rotated; it keeps the current and the previous file",
   },
+  // A fleet of serve --http nodes behind a balancer (docs/scale.md).
+  nodeId: {
+    env: "CODEMODE_NODE_ID",
+    aliases: [],
+    parse: z.string().trim().regex(
+      NODE_ID_PATTERN,
+      "expected lowercase letters, digits and inner hyphens, 1 to 63 characters (a DNS label such as node-1)",
+    ).optional(),
+    fallback: undefined,
+    doc: "This node's id in a fleet (default: the host name, lower-cased): the prefix of every session id " +
+      "serve --http mints, by which a balancer routes (see docs/scale.md)",
+  },
+  allowedHosts: {
+    env: "CODEMODE_ALLOWED_HOSTS",
+    aliases: [],
+    parse: hostList.optional(),
+    fallback: undefined,
+    doc: "Host names serve --http answers to besides loopback and its --host, comma-separated: the names " +
+      "clients reach it by through a balancer",
+  },
+  drainTimeout: {
+    env: "CODEMODE_DRAIN_TIMEOUT",
+    aliases: [],
+    parse: seconds("the drain timeout"),
+    fallback: "30s",
+    doc: "On SIGTERM serve --http takes no new session and ends each live one once its work in flight is " +
+      "done, waiting this long at most, then exits",
+  },
+  skillsDir: {
+    env: "CODEMODE_SKILLS_DIR",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc:
+      "Where saved skills are written and read (default ~/.config/codemode/skills); nodes of a fleet may " +
+      "share one (saves are atomic)",
+  },
+  oauthDir: {
+    env: "CODEMODE_OAUTH_DIR",
+    aliases: [],
+    parse: z.string().trim().min(1).optional(),
+    fallback: undefined,
+    doc: "Where OAuth tokens are kept (default <state dir>/oauth); nodes of a fleet may share one " +
+      "(refreshes take a lock)",
+  },
 } as const;
 
 type Spec = typeof SPEC;
@@ -340,6 +506,12 @@ export type Settings = { [K in keyof Spec]: z.output<Spec[K]["parse"]> } & {
   stateDir: string;
   /** Extra skill directories from the config file's `skills: {dirs: [...]}`, absolute, in order. */
   skillDirs: string[];
+  /** Servers kept in the config file's `servers:` (added from a registry); see kept_servers.ts. */
+  keptServers: KeptServer[];
+  /** What is wrong with entries under `servers:` (reported by discovery; the other entries load). */
+  keptServerProblems: string[];
+  /** The config file that was read, if any (kept servers are written to it). */
+  configFile?: string;
   sources?: SettingSources;
 };
 /** Per setting: the variable that set it, or the path of the config file that did. */
@@ -449,6 +621,19 @@ export function resolveSettings(
     delete sources.timeout;
     delete sources.maxTimeout;
   }
+  if (out.isolation === "gvisor" && out.runtime === "pyodide") {
+    // Pyodide is not a container: gVisor cannot run it. The runtime falls back, never the isolation.
+    const where = (key: SettingKey) => sources[key] ?? SPEC[key].env;
+    problems.push({
+      key: "runtime",
+      source: where("runtime"),
+      message: `Invalid ${where("runtime")}: the pyodide runtime cannot run under gVisor (${
+        where("isolation")
+      }=gvisor); choose podman or docker, or auto`,
+    });
+    out.runtime = fallbackOf(SPEC.runtime);
+    delete sources.runtime;
+  }
   out.stateDir ??= env.XDG_STATE_HOME
     ? join(env.XDG_STATE_HOME, "codemode")
     : join(env.HOME || homedir(), ".local", "state", "codemode");
@@ -477,6 +662,9 @@ export function resolveSettings(
     }
   }
   out.skillDirs = sections.skillDirs ?? [];
+  out.keptServers = sections.servers ?? [];
+  out.keptServerProblems = sections.serverProblems ?? [];
+  if (file) out.configFile = file.path;
   out.sources = sources;
   return { settings: out as Settings, problems };
 }
@@ -484,6 +672,8 @@ export function resolveSettings(
 /** What the config file's structured keys hold beyond plain settings. */
 interface FileSections {
   skillDirs?: string[];
+  servers?: KeptServer[];
+  serverProblems?: string[];
 }
 
 /** `skills:` as a mapping: `mode` is CODEMODE_SKILLS, `dirs` the extra skill directories. */
@@ -538,6 +728,12 @@ function fileValues(
   const keys = new Map((Object.keys(SPEC) as SettingKey[]).map((k) => [fold(k), k]));
   const problem = (key: string, message: string) => problems.push({ key, source: file.path, message });
   for (const [as, value] of Object.entries(file.values)) {
+    if (fold(as) === "servers") {
+      const kept = readKeptServers(value, file.path);
+      sections.servers = kept.servers;
+      sections.serverProblems = kept.problems;
+      continue;
+    }
     const key = keys.get(fold(as));
     if (!key || key === "config") {
       problem(

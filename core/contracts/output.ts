@@ -27,6 +27,20 @@ export interface RunResult {
   artifacts?: ArtifactLink[];
   /** Calls a dry run recorded instead of making (`runtime.dry_run()`), in the order they came. */
   plannedCalls?: { server: string; tool: string; arguments: Record<string, unknown> }[];
+  /** What the pre-run check found (nothing ran), or the syntax error of a program that did not compile. */
+  check?: CheckFinding[];
+}
+
+/** One problem the pre-run check found in a program, where it is, and how to fix it. */
+export interface CheckFinding {
+  /** 1-based line and column. */
+  line: number;
+  col: number;
+  /** syntax, unknown-server, unknown-tool, unknown-argument, missing-argument, bad-value, positional, refused, ... */
+  kind: string;
+  message: string;
+  /** One line saying what to write instead. */
+  fix?: string;
 }
 
 /** One display of a run: an image, or text (a table, markdown, HTML, SVG source). */

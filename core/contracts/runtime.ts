@@ -8,6 +8,8 @@
 export interface Problem {
   message: string;
   fix?: string;
+  /** The failure says nothing lasting (the engine did not answer in time): its verdict is not cached. */
+  transient?: boolean;
 }
 
 /** What `detect()` found out about a runtime on this machine. */
@@ -87,9 +89,30 @@ export interface ManagedSandbox {
   labels: Record<string, string>;
 }
 
+/**
+ * What stands between sandbox code and the host kernel: "container" (namespaces, cgroups and seccomp of
+ * the host kernel: runc or crun), "gvisor" (a user-space kernel, gVisor's runsc, in front of it) or "wasm"
+ * (WebAssembly in a locked-down process: Pyodide).
+ */
+export type Isolation = "container" | "gvisor" | "wasm";
+
+/** The isolation settings users choose from: the default tier, or gVisor for every sandbox. */
+export type IsolationSetting = "container" | "gvisor";
+
+/** What the host saw of a running sandbox's isolation, facts that the image cannot fake. */
+export interface IsolationEvidence {
+  isolation: Isolation;
+  /** Whether every fact agrees that the sandbox runs under `isolation`. */
+  proven: boolean;
+  /** One line per fact, e.g. `podman records the OCI runtime "/usr/bin/runsc"`. */
+  facts: string[];
+}
+
 /** A runtime plugin: podman, docker, nerdctl, pyodide. */
 export interface RuntimePlugin {
   readonly name: string;
+  /** The isolation of the sandboxes it starts; a plugin that leaves it out is taken for "container". */
+  readonly isolation?: Isolation;
   /**
    * How the runtime brings `mounts` in: "bind" mounts them (nodev, nosuid, noexec) when it starts a sandbox;
    * "copy" leaves them to the session, which copies the files in over the channel. Unset: no mounts.
@@ -119,6 +142,28 @@ export interface RuntimePlugin {
    * `timeoutMs` have passed; true when none is left. Called at shutdown; runtimes without them omit it.
    */
   settle?(timeoutMs: number): Promise<boolean>;
+  /**
+   * Looks at the running sandbox `name` from the host side (the engine's record, the host process behind
+   * it) and says which isolation it runs under. Doctor uses it to prove gVisor; runtimes that cannot tell
+   * omit it.
+   */
+  inspectIsolation?(name: string): Promise<IsolationEvidence>;
+}
+
+/** The isolation of `plugin`'s sandboxes. */
+export function isolationOf(plugin: Pick<RuntimePlugin, "isolation">): Isolation {
+  return plugin.isolation ?? "container";
+}
+
+/**
+ * Whether `plugin` may serve sandboxes under `setting`: "gvisor" takes gVisor runtimes only (never a
+ * fallback to runc or Pyodide); "container" takes every runtime that is not gVisor, as before the setting.
+ */
+export function servesIsolation(
+  plugin: Pick<RuntimePlugin, "isolation">,
+  setting: IsolationSetting,
+): boolean {
+  return (isolationOf(plugin) === "gvisor") === (setting === "gvisor");
 }
 
 /** Image management that container runtimes offer besides `RuntimePlugin` (`codemode image build`, doctor). */

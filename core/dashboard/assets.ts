@@ -12,6 +12,7 @@ import runsJs from "./web/runs.js" with { type: "text" };
 import panelsJs from "./web/panels.js" with { type: "text" };
 import approvalsJs from "./web/approvals.js" with { type: "text" };
 import skillsJs from "./web/skills.js" with { type: "text" };
+import registryJs from "./web/registry.js" with { type: "text" };
 import formatJs from "./web/format.js" with { type: "text" };
 import styleCss from "./web/style.css" with { type: "text" };
 import iconSvg from "./web/icon.svg" with { type: "text" };
@@ -38,6 +39,7 @@ const FILES: Record<string, [string, string]> = {
   "panels.js": [panelsJs, JS],
   "approvals.js": [approvalsJs, JS],
   "skills.js": [skillsJs, JS],
+  "registry.js": [registryJs, JS],
   "format.js": [formatJs, JS],
   "style.css": [styleCss, "text/css; charset=utf-8"],
   "icon.svg": [iconSvg, "image/svg+xml"],

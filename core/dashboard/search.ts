@@ -11,11 +11,11 @@ import type { Policy } from "../config/policy.ts";
 export function policySearch(
   catalog: ToolCatalog,
   policy: Policy,
-): (query: string, limit: number) => SearchHit[] {
-  return (query, limit) => {
-    if (policy.open) return catalog.search(query, { limit });
+): (query: string, limit: number) => Promise<SearchHit[]> {
+  return async (query, limit) => {
+    if (policy.open) return await catalog.search(query, { limit });
     const annotations = new Map(catalog.docs().map((d) => [`${d.server}\0${d.tool}`, d.annotations]));
-    return catalog.search(query, { limit: Math.max(100, limit) })
+    return (await catalog.search(query, { limit: Math.max(100, limit) }))
       .filter((hit) =>
         hit.kind === "skill" ||
         policy.allowsTool(hit.server, hit.tool, annotations.get(`${hit.server}\0${hit.tool}`)).ok

@@ -25,6 +25,8 @@ import type { SkillsView } from "./skills.ts";
 /** The body of `GET /healthz`: liveness and a few counts, nothing private. */
 export interface HealthBody {
   status: "ok";
+  /** The fleet node id of a serve --http (CODEMODE_NODE_ID). */
+  node?: string;
   version: string;
   uptimeSeconds: number;
   /** The sandbox runtime in use (podman, docker, ...), or null before one was selected. */
@@ -66,7 +68,8 @@ const SNAPSHOT_EVENTS = 1000;
 const MAX_BACKLOG_BYTES = 8 * 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
 const ANSWERS = new Set(["approve", "decline"]);
-const SCOPES = new Set(["once", "session"]);
+/** The scopes of a tool call's question; other questions name their own. */
+const CALL_SCOPES = ["once", "session"];
 
 /** Serves the dashboard's requests. */
 export class Dashboard {
@@ -285,19 +288,27 @@ export class Dashboard {
     } catch { /* answered below */ }
     const answer = parsed?.answer;
     const scope = parsed?.scope;
+    const open = APPROVAL_ID.test(id) ? view.state.approvals?.find((a) => a.id === id) : undefined;
+    const scopes = open?.scopes?.map((s) => s.value) ?? CALL_SCOPES;
     if (
       typeof answer !== "string" || !ANSWERS.has(answer) ||
-      (scope !== undefined && !SCOPES.has(String(scope)))
+      (scope !== undefined && !scopes.includes(String(scope)))
     ) {
       return json(res, 400, {
         error: 'Invalid answer: send {"answer": "approve"} or {"answer": "decline"} ' +
-          '(optionally with "scope": "once" or "session")',
+          `(optionally with "scope": ${scopes.map((s) => `"${s}"`).join(" or ")})`,
       });
     }
-    if (!APPROVAL_ID.test(id) || !view.state.approvals?.some((a) => a.id === id)) {
+    if (!open) {
       return json(res, 404, {
         error: `No open question "${id.slice(0, 128)}" on serve ${view.pid}: it was answered, timed out or ` +
           "withdrawn (its run ended), or never asked",
+      });
+    }
+    if (answer === "approve" && open.fields?.some((f) => f.required)) {
+      return json(res, 409, {
+        error: "This question needs values only the MCP client's form can take (a secret, say): answer it " +
+          "there, or decline it here",
       });
     }
     try {

@@ -7,7 +7,12 @@
 import { access, constants, mkdtemp, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Diagnostic, Provenance, ServerSpec } from "../contracts/discovery.ts";
-import type { Problem, RuntimePlugin } from "../contracts/runtime.ts";
+import {
+  type IsolationSetting,
+  type Problem,
+  type RuntimePlugin,
+  servesIsolation,
+} from "../contracts/runtime.ts";
 import type { SettingKey } from "../config/settings.ts";
 import type { ConfigFile, ConfigFileError } from "../config/file.ts";
 import { checkStateStamp, readStateStamp, type StateStamp } from "../config/state_stamp.ts";
@@ -21,6 +26,7 @@ import {
   type SettingCheck,
 } from "./config.ts";
 import { checkRuntime, type RuntimeCheck, type RuntimeCheckOptions } from "./runtime.ts";
+import type { IsolationCheck } from "./isolation.ts";
 import type { CheckStatus, Finding } from "./finding.ts";
 import { skillFindings, type SkillsCheck } from "./skills.ts";
 import { checkMounts, type MountCheck, mountFindings } from "./mounts.ts";
@@ -29,6 +35,7 @@ import type { AuthState } from "../auth/server_auth.ts";
 
 export type { CheckStatus, Finding } from "./finding.ts";
 export type { RuntimeCheck, SandboxProbe } from "./runtime.ts";
+export type { IsolationCheck } from "./isolation.ts";
 export type { MountCheck } from "./mounts.ts";
 export { checkSkills, type SkillsCheck } from "./skills.ts";
 export {
@@ -68,10 +75,22 @@ export interface ServerCheck {
   /** Milliseconds to start it and list its tools. */
   ms?: number;
   tools?: number;
+  /** Tools of its listing left out (or kept with a caveat) under codemode's caps, and why. */
+  toolProblems?: ListedToolProblem[];
   /** A remote server codemode logs in to with OAuth: whether it holds working credentials. */
   auth?: AuthState;
   problem?: Problem;
 }
+
+/** One tool of a server's listing that codemode left out (or kept with a caveat). */
+export interface ListedToolProblem {
+  tool: string;
+  problem: string;
+  leftOut: boolean;
+}
+
+/** A server's listing as doctor reads it: its tools, or its tools and the problems of those left out. */
+export type ServerListing = unknown[] | { tools: unknown[]; problems?: ListedToolProblem[] };
 
 /** What is known about a remote server's login. */
 export interface AuthFacts {
@@ -89,6 +108,8 @@ export interface DoctorReport {
   runtime?: string;
   /** Why that one: the setting that names it, or what `auto` skipped on the way to it. */
   runtimeReason?: string;
+  /** CODEMODE_ISOLATION, and what the probe sandbox of the runtime in use proved about it. */
+  isolation: { setting: IsolationSetting; proof?: IsolationCheck };
   runtimes: RuntimeCheck[];
   stateDir: StateDirCheck;
   /** codemode's own config file (settings and policy). */
@@ -121,7 +142,7 @@ export interface DoctorInput {
   runtimes: RuntimePlugin[];
   discovery: DiscoveryFacts;
   /** Starts one server and lists its tools; undefined skips servers (`--quick`). */
-  listTools?: (server: string) => Promise<unknown[]>;
+  listTools?: (server: string) => Promise<ServerListing>;
   /**
    * A remote server's login: after `listTools` ran (`started`), what it left; otherwise found out with
    * one request. Undefined for a server codemode does no OAuth for.
@@ -248,7 +269,7 @@ export function checkConfigs(discovery: DiscoveryFacts): ConfigCheck[] {
  */
 export async function checkServers(
   discovery: DiscoveryFacts,
-  listTools: ((server: string) => Promise<unknown[]>) | undefined,
+  listTools: ((server: string) => Promise<ServerListing>) | undefined,
   timeoutMs = 30_000,
   refused: ReadonlyMap<string, string> = new Map(),
   authOf?: DoctorInput["authOf"],
@@ -276,18 +297,31 @@ export async function checkServers(
     }
     const started = performance.now();
     try {
-      const tools = await withTimeout(
+      const listing = await withTimeout(
         listTools(spec.name),
         timeoutMs,
         `did not list its tools within ${timeoutMs / 1000}s`,
       );
+      const { tools, problems = [] } = Array.isArray(listing) ? { tools: listing } : listing;
       const login = await authOf?.(spec.name, true).catch(() => undefined);
+      const leftOut = problems.filter((p) => p.leftOut);
       return {
         ...base,
-        status: "ok",
+        status: leftOut.length ? "warn" : "ok",
         ms: Math.round(performance.now() - started),
         tools: tools.length,
+        ...(problems.length ? { toolProblems: problems } : {}),
         ...(login ? { auth: login.auth } : {}),
+        ...(leftOut.length
+          ? {
+            problem: {
+              message: `${leftOut.length} of its tools were left out: ` +
+                leftOut.slice(0, 5).map((p) => `${p.tool}: ${p.problem}`).join("; ") +
+                (leftOut.length > 5 ? "; ..." : ""),
+              fix: "Its other tools work; codemode servers and codemode tools list the problems",
+            },
+          }
+          : {}),
       };
     } catch (error) {
       if (error instanceof Error && error.name === "UpstreamAuthError") {
@@ -337,8 +371,13 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     version: input.version,
     ...input.sandbox,
   };
+  const isolation = settings.isolation;
   const [runtimes, stateDir, servers] = await Promise.all([
-    Promise.all(input.runtimes.map((r) => checkRuntime(r, runtimeOptions))),
+    Promise.all(
+      input.runtimes.map((r) =>
+        servesIsolation(r, isolation) ? checkRuntime(r, runtimeOptions) : notUsed(r, isolation)
+      ),
+    ),
     checkStateDir(settings.stateDir, input.version),
     checkServers(input.discovery, input.listTools, input.serverTimeoutMs, refused, input.authOf),
   ]);
@@ -346,7 +385,9 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     settings.runtime,
     runtimes,
     settings.sources?.runtime ?? envOf("runtime"),
+    isolation,
   );
+  const proof = runtimes.find((r) => r.name === runtime)?.isolation;
   const configs = checkConfigs(input.discovery);
   const mounts = checkMounts(settings.mounts ?? [], input.runtimes.find((r) => r.name === runtime));
   const findings: Finding[] = [
@@ -389,6 +430,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     ok: !findings.some((f) => f.status === "fail"),
     ...(runtime ? { runtime } : {}),
     ...(reason ? { runtimeReason: reason } : {}),
+    isolation: { setting: isolation, ...(proof ? { proof } : {}) },
     runtimes,
     stateDir,
     configFile,
@@ -411,6 +453,7 @@ export function chooseRuntime(
   setting: string,
   runtimes: RuntimeCheck[],
   source = "CODEMODE_RUNTIME",
+  isolation: IsolationSetting = "container",
 ): { runtime?: string; reason?: string; finding?: Finding } {
   const works = (r: RuntimeCheck) => r.status === "ok" || r.status === "warn";
   const usable = runtimes.filter(works);
@@ -439,7 +482,10 @@ export function chooseRuntime(
       finding: {
         status: "fail",
         subject: "runtime",
-        message: "No sandbox runtime works here",
+        message: isolation === "gvisor"
+          ? "No sandbox runtime works here under gVisor (CODEMODE_ISOLATION=gvisor); codemode will not fall " +
+            "back to runc"
+          : "No sandbox runtime works here",
         fix: runtimes.some((r) => r.installed)
           ? "Fix one of the runtimes below"
           : "Install podman (apt-get install podman runc) and build the image: codemode image build",
@@ -457,6 +503,21 @@ export function chooseRuntime(
   return {
     runtime: chosen.name,
     reason: skipped.length ? `${order}: ${skipped.map(why).join("; ")}` : `${order}, and it is the first`,
+  };
+}
+
+/** A runtime the isolation setting rules out: reported, never started. */
+function notUsed(plugin: RuntimePlugin, isolation: IsolationSetting): RuntimeCheck {
+  return {
+    name: plugin.name,
+    status: "info",
+    installed: false,
+    notUsed: true,
+    problems: [{
+      message: isolation === "gvisor"
+        ? `Not used: CODEMODE_ISOLATION=gvisor runs every sandbox under gVisor, which ${plugin.name} cannot`
+        : `Not used: its sandboxes run under gVisor, and CODEMODE_ISOLATION=${isolation}`,
+    }],
   };
 }
 

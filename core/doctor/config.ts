@@ -70,6 +70,8 @@ export const POLICY_KEYS: SettingKey[] = [
   "confirmDestructive",
   "confirmTimeout",
   "confirmFallback",
+  "planUnplanned",
+  "precheck",
 ];
 
 /**

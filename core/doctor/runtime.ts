@@ -1,12 +1,19 @@
 /**
  * Doctor's runtime check: detection (always afresh, never from the detection cache), the sandbox image,
  * and a real sandbox started through the plugin with the full security flag set and the configured
- * limits, running a short program over the protocol that prints `ok` and what the sandbox's seccomp
- * filter lets through. Failures are explained with one fix each. Data only; the CLI prints it.
+ * limits, running a short program over the protocol that prints `ok`, what the sandbox's seccomp
+ * filter lets through and the kernel it sees, while the host looks at it from outside to prove its
+ * isolation (isolation.ts). Failures are explained with one fix each. Data only; the CLI prints it.
  * @module
  */
-import type { Problem, RuntimeDetection, RuntimePlugin, SandboxLimits } from "../contracts/runtime.ts";
-import { hasImageStore, IMAGE_VERSION_LABEL } from "../contracts/runtime.ts";
+import type {
+  IsolationEvidence,
+  Problem,
+  RuntimeDetection,
+  RuntimePlugin,
+  SandboxLimits,
+} from "../contracts/runtime.ts";
+import { hasImageStore, IMAGE_VERSION_LABEL, isolationOf } from "../contracts/runtime.ts";
 import { DEFAULT_IMAGE } from "../sandbox/image_build.ts";
 import type { HostFrame } from "../sandbox/protocol.ts";
 import { RpcError } from "../host_api/rpc.ts";
@@ -15,8 +22,18 @@ import { ownerLabels } from "../sandbox/session_manager.ts";
 
 import type { CheckStatus } from "./finding.ts";
 import { type Libraries, LIBRARIES_PROGRAM, parseLibraries } from "./libraries.ts";
+import {
+  type IsolationCheck,
+  isolationProblem,
+  judgeIsolation,
+  KERNEL_PROGRAM,
+  parseKernelRelease,
+} from "./isolation.ts";
+
+import { explainFailure } from "./failures.ts";
 
 export type { CheckStatus } from "./finding.ts";
+export { explainFailure, FAILURES } from "./failures.ts";
 
 /** The seccomp filter a sandbox runs under, seen from inside it. */
 export interface SeccompProbe {
@@ -43,6 +60,10 @@ export interface SandboxProbe {
   seccomp?: SeccompProbe;
   /** The data-science libraries the sandbox has (null for each one it lacks). */
   libraries?: Libraries;
+  /** The kernel release the sandbox reports. */
+  kernel?: string;
+  /** What the host saw of the running sandbox, when the runtime can look. */
+  host?: IsolationEvidence;
   error?: string;
 }
 
@@ -62,6 +83,10 @@ export interface RuntimeCheck {
   };
   /** Undefined when the runtime is not installed or has no image to start from. */
   sandbox?: SandboxProbe;
+  /** The isolation the runtime promises, and whether the probe sandbox proved it. */
+  isolation?: IsolationCheck;
+  /** Set when CODEMODE_ISOLATION rules this runtime out: it was not checked. */
+  notUsed?: true;
   problems: Problem[];
 }
 
@@ -79,121 +104,6 @@ export interface RuntimeCheckOptions {
   detected?: (plugin: RuntimePlugin, detection: RuntimeDetection) => Promise<void>;
   /** This codemode's version: an image another version built gets a warning. */
   version?: string;
-}
-
-/** Known failure texts of container engines and what to do about each. */
-export const FAILURES: readonly { pattern: RegExp; problem: (name: string, text: string) => Problem }[] = [
-  {
-    pattern: /cgroups? in hybrid mode/i,
-    problem: () => ({
-      message: 'The OCI runtime crun cannot run containers here: "cgroups in hybrid mode not supported"',
-      fix: 'Use runc: apt-get install runc, and set runtime = "runc" under [engine] in ' +
-        "/etc/containers/containers.conf (codemode's podman plugin picks runc itself on cgroup v1 hosts)",
-    }),
-  },
-  {
-    pattern:
-      /setrlimit[^\n]*(operation not permitted|permission denied)|rlimit[^\n]*operation not permitted/i,
-    problem: () => ({
-      message: "The sandbox's ulimits exceed this machine's hard limits (setrlimit: operation not permitted)",
-      fix:
-        "Lower CODEMODE_PIDS (nproc is derived from it) below `ulimit -Hu`, or raise the host's hard limits",
-    }),
-  },
-  {
-    pattern: /cgroup config|failed to write[^\n]*\/sys\/fs\/cgroup/i,
-    problem: (_name, text) => {
-      const controller = /\/sys\/fs\/cgroup\/(?:[^/\s]*,)?(pids|memory|cpu)/.exec(text)?.[1];
-      const setting =
-        { pids: "CODEMODE_PIDS", memory: "CODEMODE_MEMORY", cpu: "CODEMODE_CPUS" }[controller ?? ""];
-      return {
-        message: `The engine could not apply the sandbox's ${controller ?? "cgroup"} limit` +
-          (setting ? ` (${setting})` : ""),
-        fix: setting
-          ? `Lower ${setting}, or unset it to use the default`
-          : "Lower CODEMODE_PIDS, CODEMODE_MEMORY or CODEMODE_CPUS",
-      };
-    },
-  },
-  {
-    pattern: /Cannot use the seccomp profile "[^"]*" \([^)]*\)/,
-    problem: (_name, text) => ({
-      message: /Cannot use the seccomp profile "[^"]*" \([^)]*\)/.exec(text)![0],
-      fix:
-        `Set CODEMODE_SECCOMP to a readable JSON profile, "engine" for the engine's default, or unset it ` +
-        `for codemode's`,
-    }),
-  },
-  {
-    pattern: /opening seccomp profile failed[^\n]*no such file/i,
-    problem: () => ({
-      message: "The engine cannot read codemode's seccomp profile: a remote engine (podman machine) sees " +
-        "another filesystem",
-      fix:
-        "Set CODEMODE_SECCOMP to a copy of plugins/runtime/seccomp.json at a path the engine shares (under " +
-        "your home with podman machine), or to engine for the engine's default profile",
-    }),
-  },
-  {
-    pattern: /create failed:[^\n]*seccomp|seccomp profile[^\n]*(failed|invalid)/i,
-    problem: (_name, text) => ({
-      message: `The engine rejected the seccomp profile: "${
-        (/[^\n]*seccomp[^\n]*/i.exec(text)?.[0] ?? "").trim().slice(0, 300)
-      }"`,
-      fix: "Fix the profile CODEMODE_SECCOMP names, or unset it to use codemode's",
-    }),
-  },
-  {
-    pattern: /image not known|no such image|unable to find image|manifest unknown|pull access denied/i,
-    problem: (name) => ({
-      message: "The sandbox image is missing",
-      fix: `Build it: codemode image build --runtime ${name}`,
-    }),
-  },
-  {
-    pattern:
-      /cannot connect to the docker daemon|is the docker daemon running|containerd\.sock.*(no such|refused)/i,
-    problem: (name) => ({
-      message: `The ${name} daemon is not running`,
-      fix: name === "docker"
-        ? "Start it: systemctl start docker (without systemd: dockerd >/var/log/dockerd.log 2>&1 &)"
-        : "Start containerd: systemctl start containerd",
-    }),
-  },
-  {
-    pattern: /permission denied[^\n]*\.sock/i,
-    problem: (name) => ({
-      message: `This user may not use the ${name} daemon socket`,
-      fix: `Add the user to the ${name} group (usermod -aG ${name} "$USER") and log in again`,
-    }),
-  },
-  {
-    pattern: /executable file not found in \$path|python3: not found|no such file or directory: .*python3/i,
-    problem: () => ({
-      message: "The sandbox image has no python3",
-      fix: "Use an image with python3 (CODEMODE_IMAGE) or build the default: codemode image build",
-    }),
-  },
-  {
-    pattern: /out of memory|\boom(killed)?\b|cannot allocate memory/i,
-    problem: () => ({
-      message: "The sandbox ran out of memory while starting",
-      fix: "Raise CODEMODE_MEMORY (e.g. 1g)",
-    }),
-  },
-];
-
-/** The problem a failure text shows, with its fix; a generic one when the text is not recognised. */
-export function explainFailure(runtime: string, text: string): Problem {
-  const known = FAILURES.find((f) => f.pattern.test(text));
-  if (known) return known.problem(runtime, text);
-  // The session's wrapper ("Sandbox "x" failed to start: exit code 125: ") says less than the engine.
-  const engine = text.replace(/^Sandbox "[^"]*" failed to start: (exit code \d+: )?/, "");
-  const line = engine.split("\n").map((l) => l.trim()).find(Boolean) ?? "no error output";
-  return {
-    message: `The sandbox did not start: "${line.slice(0, 400)}"`,
-    fix: "Act on the engine's message, or choose another runtime with CODEMODE_RUNTIME",
-  };
 }
 
 /**
@@ -263,7 +173,18 @@ export async function checkRuntime(
   check.sandbox = await probeSandbox(plugin, options);
   if (!check.sandbox.ok) {
     check.status = "fail";
-    check.problems.push(explainFailure(plugin.name, check.sandbox.error ?? ""));
+    const error = check.sandbox.error ?? "";
+    // A start the plugin refused for a reason detection already named (runsc missing) says it once.
+    const named = detection.problems.find((p) => error.includes(p.message));
+    check.problems.push(named ?? explainFailure(plugin.name, error));
+  } else {
+    check.isolation = judgeIsolation(isolationOf(plugin), check.sandbox.host, check.sandbox.kernel);
+    const unproven = isolationProblem(check.isolation);
+    if (unproven) {
+      check.problems.push(unproven);
+      // A gVisor runtime that cannot show gVisor is broken; a container that shows runsc only odd.
+      check.status = check.isolation.expected === "gvisor" ? "fail" : "warn";
+    }
   }
   if (check.status === "ok" && check.problems.length) check.status = "warn";
   const seccomp = hasImageStore(plugin) ? seccompProblem(check.sandbox.seccomp) : undefined;
@@ -282,8 +203,8 @@ export async function checkRuntime(
 }
 
 /**
- * The program doctor runs in the sandbox: `ok`, one JSON line of seccomp facts, then one of the
- * data-science libraries the image has (see libraries.ts). The probed call is
+ * The program doctor runs in the sandbox: `ok`, one JSON line of seccomp facts, one of the
+ * data-science libraries the image has (see libraries.ts), then one of the kernel it sees (isolation.ts). The probed call is
  * one both engines' default profiles allow and codemode's refuses, so EPERM proves codemode's profile is
  * in force, not just some filter; it changes nothing. Where /proc or ctypes is missing (Pyodide) the facts
  * are partial or empty.
@@ -312,7 +233,7 @@ try:
     print(__import__("json").dumps(_codemode_seccomp()))
 except Exception:
     print("{}")
-${LIBRARIES_PROGRAM}`;
+${LIBRARIES_PROGRAM}${KERNEL_PROGRAM}`;
 
 /** Reads the seccomp facts line of {@link PROBE_PROGRAM}'s output; undefined when it tells nothing. */
 export function parseSeccompFacts(line: string | undefined): SeccompProbe | undefined {
@@ -356,10 +277,11 @@ export async function probeSandbox(
   plugin: RuntimePlugin,
   options: RuntimeCheckOptions,
 ): Promise<SandboxProbe> {
+  const name = `codemode-doctor-${process.pid}-${plugin.name}`;
   const session = new SandboxSession({
     runtime: plugin,
     sandbox: {
-      name: `codemode-doctor-${process.pid}-${plugin.name}`,
+      name,
       image: options.image,
       command: options.command,
       limits: options.limits,
@@ -376,12 +298,17 @@ export async function probeSandbox(
     await session.start();
     const startMs = Math.round(performance.now() - started);
     started = performance.now();
-    const result = await session.execute(PROBE_PROGRAM, { timeout: 15 });
+    const [result, host] = await Promise.all([
+      session.execute(PROBE_PROGRAM, { timeout: 15 }),
+      // From the host, while the sandbox runs: the engine's record and the process behind it.
+      plugin.inspectIsolation?.(name).catch(() => undefined),
+    ]);
     const runMs = Math.round(performance.now() - started);
-    const [first, facts, found] = result.stdout.split("\n");
+    const [first, facts, found, kernelLine] = result.stdout.split("\n");
     const ok = result.status === "ok" && first.trim() === "ok";
     const seccomp = parseSeccompFacts(facts);
     const libraries = parseLibraries(found);
+    const kernel = parseKernelRelease(kernelLine);
     return {
       ok,
       startMs,
@@ -389,6 +316,8 @@ export async function probeSandbox(
       python: session.python,
       ...(seccomp ? { seccomp } : {}),
       ...(libraries ? { libraries } : {}),
+      ...(kernel ? { kernel } : {}),
+      ...(host ? { host } : {}),
       ...(ok ? {} : { error: result.error || `unexpected output: "${result.stdout.slice(0, 200)}"` }),
     };
   } catch (error) {

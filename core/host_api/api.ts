@@ -4,7 +4,9 @@
  * The policy applies here: refused servers and tools are left out of every listing and search, and
  * naming one raises PermissionError saying which rule refused it. Calls the policy says the user must
  * approve wait for the run's approver; calls a dry run marks are made only when the tool's own
- * annotations say it is read-only, and recorded otherwise.
+ * annotations say it is read-only, and recorded otherwise; inside a plan (plan_api.ts) only the calls the
+ * user approved go out. A session that added servers from a registry sees them beside the configured ones
+ * (its own view: in calls, docs, stubs, the pre-run check and plan questions); no other session does.
  * @module
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
@@ -14,10 +16,20 @@ import { isReadOnly, Policy, type Verdict } from "../config/policy.ts";
 import { redact, secretsOf } from "../upstream/redact.ts";
 import { type RpcContext, RpcError, type RpcHandler } from "./rpc.ts";
 import { summarizeArguments } from "./approvals.ts";
+import type { PlannedCall } from "./dry_run.ts";
 import { recordToolCall, type ToolCallRecord } from "./tool_call_activity.ts";
 import { type ToolDoc, toolDoc, toolFull, toolSummary } from "../catalog/docs.ts";
 import type { SearchHit } from "../catalog/index.ts";
 import { type RpcMethod, skillMethods, type SkillsApiDeps } from "./skills_api.ts";
+import { jsonSize } from "../upstream/tool_caps.ts";
+import { checkCalls, findServer, findTool } from "./check.ts";
+import { serverStub, toolStub } from "../catalog/stubs.ts";
+import { planMethods } from "./plan_api.ts";
+
+/** Characters of full docs one `search_tool_docs(detail="full")` reply carries at most. */
+export const FULL_HITS_BUDGET = 4 * 1024 * 1024;
+
+export type { RpcMethod } from "./skills_api.ts";
 
 /** What the skill methods need beyond what the API already has (see skills_api.ts). */
 export type SkillsOptions = Omit<SkillsApiDeps, "policy" | "resolveServer" | "allowedServers">;
@@ -42,6 +54,24 @@ export interface DocSearch {
   docs(server: string): ToolDoc[];
 }
 
+/** What one session reaches: the upstream servers and their docs (its added servers among them). */
+export interface ServerView {
+  pool: ToolCaller;
+  docs: DocSearch;
+  /** Secrets of the view's servers beyond the configured ones (kept out of approval questions). */
+  secrets?(): string[];
+}
+
+/** What the API serves beyond the configured servers, and how plans treat calls they did not list. */
+export interface ApiOptions {
+  /** The view of a session that added servers; undefined: the configured servers alone. */
+  view?: (session: string) => ServerView | undefined;
+  /** More methods, served with the same dispatch (e.g. the registry's, registry_api.ts). */
+  methods?: Record<string, RpcMethod>;
+  /** A call in an approved plan's block that the plan did not list: refused (default) or asked about. */
+  unplanned?: "deny" | "ask";
+}
+
 /** How tool results are turned into values for Python. */
 export interface ResultCodec {
   unwrap(result: CallToolResult): unknown;
@@ -58,19 +88,23 @@ export function sandboxApi(
   codec: ResultCodec,
   policy: Policy = new Policy(),
   skills?: SkillsOptions,
+  options: ApiOptions = {},
 ): RpcHandler {
+  const base: ServerView = { pool, docs };
+  const viewOf = (context: RpcContext) => options.view?.(context.session) ?? base;
+  const unplanned = options.unplanned ?? "deny";
   // One AbortSignal per run, so counting by signal counts per run and forgets finished runs by itself.
   const callsMade = new WeakMap<AbortSignal, number>();
-  const allowedServers = () => pool.names().filter((n) => policy.allowsServer(n).ok);
-  const server = (params: Record<string, unknown>, key = "server"): string => {
+  const allowedServers = (view = base) => view.pool.names().filter((n) => policy.allowsServer(n).ok);
+  const server = (view: ServerView, params: Record<string, unknown>, key = "server"): string => {
     const name = params[key];
     if (typeof name !== "string" || !name) throw new RpcError("ValueError", `"${key}" must be a server name`);
-    const resolved = resolveServer(pool, name);
+    const resolved = resolveServer(view.pool, name);
     enforce(policy.allowsServer(resolved ?? name));
     if (!resolved) {
       throw new RpcError(
         "KeyError",
-        `Unknown server "${name}"; configured: ${allowedServers().join(", ") || "none"}`,
+        `Unknown server "${name}"; configured: ${allowedServers(view).join(", ") || "none"}`,
       );
     }
     return resolved;
@@ -78,12 +112,17 @@ export function sandboxApi(
   const allowed = (d: ToolDoc) => policy.allowsTool(d.server, d.tool, d.annotations).ok;
   // Configured secrets of every server, kept out of the questions people read (specs never change).
   let secrets: string[] | undefined;
-  const allSecrets = () =>
+  const configuredSecrets = () =>
     secrets ??= [...new Set(pool.names().flatMap((n) => secretsOf(pool.spec(n) ?? {})))]
       .sort((a, b) => b.length - a.length);
+  const allSecrets = (view: ServerView) =>
+    view.secrets
+      ? [...configuredSecrets(), ...view.secrets()].sort((a, b) => b.length - a.length)
+      : configuredSecrets();
   /** Waits for the user's approval of a call the policy asks about; raises PermissionError when refused. */
   const approved = async (
     context: RpcContext,
+    view: ServerView,
     server: string,
     tool: string,
     args: object,
@@ -93,7 +132,7 @@ export function sandboxApi(
       server,
       tool,
       reason,
-      summary: summarizeArguments(args as Record<string, unknown>, allSecrets()),
+      summary: summarizeArguments(args as Record<string, unknown>, allSecrets(view)),
     };
     const answer = context.approve ? await context.approve(request) : {
       approved: false,
@@ -103,98 +142,167 @@ export function sandboxApi(
     if (!answer.approved) throw new RpcError("PermissionError", answer.message ?? "Declined by the user");
     if (answer.message) context.note?.(answer.message);
   };
-  const toolDocs = async (name: string): Promise<ToolDoc[]> =>
-    (await pool.listTools(name)).map((t) => toolDoc(name, t)).filter(allowed);
+  const toolDocs = async (view: ServerView, name: string): Promise<ToolDoc[]> =>
+    (await view.pool.listTools(name)).map((t) => toolDoc(name, t)).filter(allowed);
 
-  const methods: Record<string, (params: Record<string, unknown>, context: RpcContext) => Promise<unknown>> =
-    {
-      async call_tool(params, context) {
-        const { signal, requestId } = context;
-        const args = params.arguments ?? {};
-        const call: ToolCallRecord = {
-          run: requestId,
-          server: String(params.server ?? ""),
-          tool: String(params.tool ?? ""),
-          args,
-          started: performance.now(),
-        };
-        try {
-          const name = call.server = server(params);
-          call.spec = pool.spec(name);
-          const tool = await resolveTool(pool, policy, name, call.tool);
-          call.tool = tool.name;
-          if (typeof args !== "object" || args === null || Array.isArray(args)) {
-            throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
-          }
-          const made = callsMade.get(signal) ?? 0;
-          enforce(policy.allowsCall(made));
-          callsMade.set(signal, made + 1);
-          // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
-          // A planned call is not made, so it is no tool call in the activity record either.
-          if (params.dry_run === true && !isReadOnly(tool.annotations)) {
-            context.plan?.({ server: name, tool: tool.name, arguments: args as Record<string, unknown> });
-            return null;
-          }
-          const reason = policy.approvalReason(name, tool.name, tool.annotations);
-          if (reason !== undefined) await approved(context, name, tool.name, args, reason);
-          const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, { signal });
-          recordToolCall(call, { result });
-          return params.raw ? codec.raw(result) : codec.unwrap(result);
-        } catch (error) {
-          recordToolCall(call, { error });
-          throw error;
+  type Method = (params: Record<string, unknown>, context: RpcContext, view: ServerView) => Promise<unknown>;
+  const methods: Record<string, Method> = {
+    async call_tool(params, context, view) {
+      const pool = view.pool;
+      const { signal, requestId } = context;
+      const args = params.arguments ?? {};
+      const call: ToolCallRecord = {
+        run: requestId,
+        server: String(params.server ?? ""),
+        tool: String(params.tool ?? ""),
+        args,
+        started: performance.now(),
+      };
+      try {
+        const name = call.server = server(view, params);
+        call.spec = pool.spec(name);
+        const tool = await resolveTool(pool, policy, name, call.tool);
+        call.tool = tool.name;
+        if (typeof args !== "object" || args === null || Array.isArray(args)) {
+          throw new RpcError("TypeError", "Tool arguments must be keyword arguments (a dict)");
         }
-      },
-      list_servers() {
-        return Promise.resolve(allowedServers().map((name) => publicServer(name, pool.spec(name))));
-      },
-      // Tools in full (with input schemas): the bridge's list_tools and server metadata carry them.
-      async describe_server(params) {
-        const name = server(params, "name");
-        return { ...publicServer(name, pool.spec(name)), tools: (await toolDocs(name)).map(toolFull) };
-      },
-      async list_tools(params) {
-        return (await toolDocs(server(params))).map(toolFull);
-      },
-      async query_tool_docs(params) {
-        const name = server(params);
-        const detail = params.detail === "full" ? "full" : "summary";
-        let found = await toolDocs(name);
-        if (typeof params.tool === "string" && params.tool) {
-          const wanted = params.tool;
-          found = found.filter((d) => d.tool === wanted || pythonAlias(d.tool) === wanted);
-          if (!found.length) {
-            await resolveTool(pool, policy, name, wanted); // raises PermissionError when the policy hid it
-            throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
+        const made = callsMade.get(signal) ?? 0;
+        enforce(policy.allowsCall(made));
+        callsMade.set(signal, made + 1);
+        const planned = { server: name, tool: tool.name, arguments: args as Record<string, unknown> };
+        const plan = params.plan === undefined ? undefined : context.plans?.get(params.plan);
+        if (params.plan !== undefined && !plan) throw new RpcError("PermissionError", "No plan runs here");
+        // The sandbox only asks for a dry call; whether the tool merely reads is the server's word, not its.
+        // A planned call is not made, so it is no tool call in the activity record either.
+        if (params.dry_run === true && !isReadOnly(tool.annotations)) {
+          if (plan && plan.state !== "rehearsing") {
+            throw new RpcError("PermissionError", "The plan's rehearsal is over");
           }
+          if (plan) plan.record(planned);
+          else context.plan?.(planned);
+          return null;
         }
-        return found.map(detail === "full" ? toolFull : toolSummary);
-      },
-      async search_tool_docs(params) {
-        const query = String(params.query ?? "").trim();
-        if (!query) throw new RpcError("ValueError", "search_tool_docs needs a query");
-        const limit = Math.max(1, Math.min(100, Number(params.limit ?? 5) || 5));
-        const serverName = typeof params.server === "string" ? server(params) : undefined;
-        const skillsOn = skills !== undefined && skills.mode !== "off";
-        if (skillsOn) await (await skills.store?.())?.fresh();
-        const visible = (hit: SearchHit) => {
-          if (hit.kind === "skill") return skillsOn;
-          const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
-          return policy.allowsTool(hit.server, hit.tool, doc?.annotations).ok;
-        };
-        // Hidden hits are dropped after ranking, so ask for the most and keep the first visible ones.
-        const hits = policy.open && skillsOn
-          ? await docs.search(query, { limit, server: serverName })
-          : (await docs.search(query, { limit: 100, server: serverName })).filter(visible).slice(0, limit);
-        const full = params.detail === "full";
-        return hits.map((hit) => {
-          if (hit.kind === "skill") return hit;
-          const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
-          const detail = full && doc ? toolFull(doc) : { alias: pythonAlias(hit.tool) };
-          return { ...hit, ...detail, description: hit.description, score: hit.score };
-        });
-      },
-    };
+        let reason = policy.approvalReason(name, tool.name, tool.annotations);
+        if (plan && !isReadOnly(tool.annotations)) {
+          // Approved with the plan: no further question. Anything else is refused, or asked on its own.
+          if (plan.state === "approved" && plan.take(planned)) reason = undefined;
+          else if (unplanned === "ask") reason = "it is not in the plan the user approved";
+          else throw new RpcError("PermissionError", unplannedMessage(planned, plan.state));
+        }
+        if (reason !== undefined) await approved(context, view, name, tool.name, args, reason);
+        const result = await pool.callTool(name, tool.name, args as Record<string, unknown>, { signal });
+        recordToolCall(call, { result });
+        return params.raw ? codec.raw(result) : codec.unwrap(result);
+      } catch (error) {
+        recordToolCall(call, { error });
+        throw error;
+      }
+    },
+    list_servers(_params, _context, view) {
+      return Promise.resolve(allowedServers(view).map((name) => publicServer(name, view.pool.spec(name))));
+    },
+    // Tools in full (with input schemas): the bridge's list_tools and server metadata carry them.
+    async describe_server(params, _context, view) {
+      const name = server(view, params, "name");
+      return {
+        ...publicServer(name, view.pool.spec(name)),
+        tools: (await toolDocs(view, name)).map(toolFull),
+      };
+    },
+    // Several servers with their tools (list_loaded_server_metadata): indexed docs, else listed now.
+    async describe_servers(params, _context, view) {
+      const asked = Array.isArray(params.names)
+        ? params.names.filter((n): n is string => typeof n === "string").slice(0, 1000)
+        : allowedServers(view);
+      const names = [...new Set(asked.map((n) => resolveServer(view.pool, n)))]
+        .filter((n): n is string => n !== undefined && policy.allowsServer(n).ok);
+      return await Promise.all(names.map(async (name) => {
+        const indexed = view.docs.docs(name).filter(allowed);
+        const tools = indexed.length ? indexed : await toolDocs(view, name).catch(() => []);
+        return { ...publicServer(name, view.pool.spec(name)), tools: tools.map(toolFull) };
+      }));
+    },
+    async list_tools(params, _context, view) {
+      return (await toolDocs(view, server(view, params))).map(toolFull);
+    },
+    async query_tool_docs(params, _context, view) {
+      const name = server(view, params);
+      const detail = params.detail === "full" ? "full" : "summary";
+      let found = await toolDocs(view, name);
+      if (typeof params.tool === "string" && params.tool) {
+        const wanted = params.tool;
+        found = found.filter((d) => d.tool === wanted || pythonAlias(d.tool) === wanted);
+        if (!found.length) {
+          await resolveTool(view.pool, policy, name, wanted); // raises PermissionError when the policy hid it
+          throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
+        }
+      }
+      return found.map(detail === "full" ? toolFull : toolSummary);
+    },
+    // Python stubs of a server's tools (runtime.stubs), or of one tool with its signature (help()).
+    async stubs(params, _context, view) {
+      const name = server(view, params);
+      const docs = await toolDocs(view, name);
+      if (typeof params.tool !== "string" || !params.tool) return { text: serverStub(name, docs) };
+      const wanted = params.tool;
+      const doc = docs.find((d) => d.tool === wanted) ?? docs.find((d) => pythonAlias(d.tool) === wanted);
+      if (!doc) {
+        await resolveTool(view.pool, policy, name, wanted); // raises PermissionError when the policy hid it
+        throw new RpcError("KeyError", `Server "${name}" has no tool "${wanted}"`);
+      }
+      return toolStub(doc);
+    },
+    // The pre-run check (check.ts) against this session's servers; a program that adds servers is
+    // checked against the configured ones alone (what it adds may replace what the session had).
+    check_calls(params, _context, view) {
+      const servers = params.adds_servers === true ? base : view;
+      return checkCalls(params, {
+        names: () => servers.pool.names(),
+        listTools: (n) => servers.pool.listTools(n),
+        policy,
+      });
+    },
+    async search_tool_docs(params, _context, view) {
+      const docs = view.docs;
+      const query = String(params.query ?? "").trim();
+      if (!query) throw new RpcError("ValueError", "search_tool_docs needs a query");
+      const limit = Math.max(1, Math.min(100, Number(params.limit ?? 5) || 5));
+      const serverName = typeof params.server === "string" ? server(view, params) : undefined;
+      const skillsOn = skills !== undefined && skills.mode !== "off";
+      if (skillsOn) await (await skills.store?.())?.fresh();
+      const visible = (hit: SearchHit) => {
+        if (hit.kind === "skill") return skillsOn;
+        const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
+        return policy.allowsTool(hit.server, hit.tool, doc?.annotations).ok;
+      };
+      // Hidden hits are dropped after ranking, so ask for the most and keep the first visible ones.
+      const hits = policy.open && skillsOn
+        ? await docs.search(query, { limit, server: serverName })
+        : (await docs.search(query, { limit: 100, server: serverName })).filter(visible).slice(0, limit);
+      const full = params.detail === "full";
+      let budget = FULL_HITS_BUDGET;
+      return hits.map((hit) => {
+        if (hit.kind === "skill") return hit;
+        const doc = docs.docs(hit.server).find((d) => d.tool === hit.tool);
+        const summary = { ...hit, alias: pythonAlias(hit.tool) };
+        if (!full || !doc) return summary;
+        // Full docs of up to 100 hits could outgrow a frame: each goes in while the reply has room.
+        const detail = toolFull(doc);
+        const size = jsonSize(detail);
+        if (size > budget) {
+          return {
+            ...summary,
+            skipped: `its full doc (${size} characters) does not fit in this reply: ` +
+              `query_tool_docs(${JSON.stringify(hit.server)}, ${
+                JSON.stringify(hit.tool)
+              }, detail="full") has it`,
+          };
+        }
+        budget -= size;
+        return { ...summary, ...detail, description: detail.description, score: hit.score };
+      });
+    },
+  };
   const skillApi: Record<string, RpcMethod> = skillMethods({
     mode: "off",
     upstream: { readSkill: () => Promise.reject(new Error("no upstream")) },
@@ -202,22 +310,26 @@ export function sandboxApi(
     toolDocs: () => Promise.resolve(undefined),
     ...skills,
     policy,
-    resolveServer: (name) => server({ name }, "name"),
-    allowedServers,
+    resolveServer: (name) => server(base, { name }, "name"),
+    allowedServers: () => allowedServers(),
   });
+  const more: Record<string, RpcMethod> = {
+    ...options.methods,
+    ...planMethods({ secrets: (context) => allSecrets(viewOf(context)) }),
+  };
 
   return async (method, params, context) => {
     if (Object.hasOwn(skillApi, method)) return await skillApi[method](params, context);
+    if (Object.hasOwn(more, method)) return await more[method](params, context);
     const serve = Object.hasOwn(methods, method) ? methods[method] : undefined;
     if (!serve) throw new RpcError("NotImplementedError", `Unknown host method "${method}"`);
-    return await serve(params, context);
+    return await serve(params, context, viewOf(context));
   };
 }
 
 /** Finds a server by name or by its Python alias. */
 function resolveServer(pool: ToolCaller, name: string): string | undefined {
-  const names = pool.names();
-  return names.includes(name) ? name : names.find((n) => pythonAlias(n) === name);
+  return findServer(pool.names(), name);
 }
 
 /**
@@ -227,7 +339,7 @@ function resolveServer(pool: ToolCaller, name: string): string | undefined {
 async function resolveTool(pool: ToolCaller, policy: Policy, server: string, tool: string): Promise<Tool> {
   if (!tool) throw new RpcError("ValueError", "A tool name is required");
   const tools = await pool.listTools(server);
-  const match = tools.find((t) => t.name === tool) ?? tools.find((t) => pythonAlias(t.name) === tool);
+  const match = findTool(tools, tool, (t) => policy.allowsTool(server, t.name, t.annotations).ok);
   if (match) {
     enforce(policy.allowsTool(server, match.name, match.annotations));
     return match;
@@ -239,6 +351,15 @@ async function resolveTool(pool: ToolCaller, policy: Policy, server: string, too
       available.map((t) => pythonAlias(t.name)).join(", ") || "none"
     }`,
   );
+}
+
+/** Why a call in a plan's block was refused: not among the approved calls (or none were approved). */
+function unplannedMessage(call: PlannedCall, state: string): string {
+  const id = `"${call.server}/${call.tool}"`;
+  if (state !== "approved") return `Call to ${id} refused: the plan is not approved`;
+  return `Call to ${id} refused: it is not in the plan the user approved (or was already made as often as ` +
+    "approved); calls that change anything must be the plan's, with the same arguments " +
+    "(CODEMODE_PLAN_UNPLANNED=ask asks about such calls instead)";
 }
 
 /** Raises a refusal in the sandbox as PermissionError. */

@@ -6,28 +6,76 @@
  * rest of its session. A client that cannot be asked gets the fallback, unless it is "deny" and a person
  * can answer elsewhere (a dashboard page shows this process): then the question waits for that answer.
  * Sandbox code never reaches the broker: it only sees the answer to its call.
+ *
+ * A tool call is the default kind of question; other requests (adding a server, a plan of calls) bring
+ * their own text, the scopes a person may choose and the values they fill in (`kind`, `text`, `scopes`,
+ * `fields`), and get the chosen scope and those values in the answer. Only tool calls are remembered for
+ * the session.
  * @module
  */
 import { randomUUID } from "node:crypto";
 import { log } from "../observe/log.ts";
 import { stats } from "../observe/stats.ts";
-import { redact } from "../upstream/redact.ts";
+import { isCall, type PlanSummary, questionText, subjectOf } from "./approval_text.ts";
 
-/** A call waiting for the user's approval, as the sandbox API describes it. */
+export { planText, questionText, redactedText, summarizeArguments, SUMMARY_LIMITS } from "./approval_text.ts";
+export type { PlanSummary } from "./approval_text.ts";
+
+/** A request waiting for the user's approval (a tool call unless `kind` says otherwise). */
 export interface ApprovalRequest {
+  /** What is asked about: "call" (the default) or another kind: "add_server", "plan". */
+  kind?: string;
   server: string;
+  /** The tool of a call; for other kinds, what the request is about (e.g. the registry name). */
   tool: string;
   /** The arguments as a person reads them: truncated, configured secrets redacted. */
   summary: string;
   /** Which rule asks, and where it was set. */
   reason: string;
+  /** Kinds other than a call: the question's opening lines (a call's are built here). */
+  text?: string;
+  /** Kinds other than a call: how refusals name the request (`Adding "x"`). */
+  subject?: string;
+  /**
+   * The scopes a person may choose, the first being the default (a call: once, or the session); none
+   * (an empty list) when the answer is for this request only.
+   */
+  scopes?: readonly ApprovalScope[];
+  /** Values the person fills in (e.g. a server's secret); they reach the requester, never sandbox code. */
+  fields?: readonly ApprovalField[];
+  /** "deny": when nobody can be asked, refuse whatever CODEMODE_CONFIRM_FALLBACK says. */
+  fallback?: "deny";
+  /** A plan's question (kind "plan"): its description and how many calls `summary` lists. */
+  plan?: PlanSummary;
+}
+
+/** One scope a person may choose. */
+export interface ApprovalScope {
+  value: string;
+  title: string;
+}
+
+/** A value the person fills in when they approve. */
+export interface ApprovalField {
+  name: string;
+  title: string;
+  description?: string;
+  /** The requester refuses an approval that leaves it empty. */
+  required: boolean;
+  default?: string;
+  choices?: string[];
 }
 
 /** A person's answer, from an MCP client's form or from the dashboard. */
 export interface ApprovalDecision {
   approve: boolean;
-  /** "session" approves this tool for the rest of the session; "once" (the default) this call only. */
-  scope?: "once" | "session";
+  /**
+   * One of the request's scopes; for a call "session" approves the tool for the rest of the session and
+   * "once" (the default) this call only.
+   */
+  scope?: string;
+  /** The fields the person filled in. */
+  values?: Record<string, string>;
 }
 
 /** How a call's approval ended. */
@@ -48,6 +96,10 @@ export interface ApprovalAnswer {
   outcome: ApprovalOutcome;
   /** Refused: the PermissionError message. Allowed without asking: the note the result carries. */
   message?: string;
+  /** Approved by a person: the scope they chose. */
+  scope?: string;
+  /** Approved by a person: the fields they filled in. */
+  values?: Record<string, string>;
 }
 
 /** Approves or refuses one call of a run; `signal` aborts when the run ends. */
@@ -79,7 +131,7 @@ export type ApprovalEvent =
     type: "closed";
     approval: PendingApproval;
     outcome: ApprovalOutcome;
-    scope?: "once" | "session";
+    scope?: string;
     /** Who answered: "client", or what `answer()` was told (e.g. "dashboard"); absent when nobody did. */
     via?: string;
   };
@@ -96,9 +148,6 @@ export interface ApprovalOptions {
    */
   watched?: () => boolean | Promise<boolean>;
 }
-
-/** Most characters of one argument's value, and of the whole summary, a question shows. */
-export const SUMMARY_LIMITS = { value: 200, total: 800 } as const;
 
 interface SessionState {
   /** Where the next question lines up. */
@@ -137,13 +186,19 @@ export class ApprovalBroker {
     let unanswered = false;
     return async (request, signal) => {
       const state = this.#state(session);
-      const key = `${request.server}/${request.tool}`;
-      if (state.approved.has(key)) return { approved: true, outcome: "remembered" };
+      // Only tool calls are remembered for the session; other requests are asked every time.
+      const key = isCall(request) ? `${request.server}/${request.tool}` : undefined;
+      if (key && state.approved.has(key)) return { approved: true, outcome: "remembered" };
       let asker = ask;
-      if (!asker && this.options.fallback === "deny" && await this.#watched()) asker = answerFromElsewhere;
+      const denies = this.options.fallback === "deny" || request.fallback === "deny";
+      // A page answers approve or decline only: a question with values to fill in needs the client's form.
+      const pageCanAnswer = !request.fields?.some((f) => f.required);
+      if (!asker && denies && pageCanAnswer && await this.#watched()) asker = answerFromElsewhere;
       if (!asker) return this.#unavailable(request, session, requestId);
       const turn = state.tail.then(async () => {
-        if (state.approved.has(key)) return { approved: true, outcome: "remembered" } as ApprovalAnswer;
+        if (key && state.approved.has(key)) {
+          return { approved: true, outcome: "remembered" } as ApprovalAnswer;
+        }
         if (signal.aborted) return refusal(request, "cancelled", "the run ended before the user was asked");
         if (unanswered) {
           return refusal(
@@ -173,6 +228,11 @@ export class ApprovalBroker {
   answer(id: string, decision: ApprovalDecision, via?: string): boolean {
     const open = this.#open.get(id);
     if (!open) return false;
+    // Only a scope the question offered counts; any other falls back to its default.
+    const offered = open.approval.scopes?.map((s) => s.value) ?? ["once", "session"];
+    if (decision.scope !== undefined && !offered.includes(decision.scope)) {
+      decision = { ...decision, scope: undefined };
+    }
     open.settle(decision.approve ? "approved" : "declined", decision, via);
     return true;
   }
@@ -231,8 +291,12 @@ export class ApprovalBroker {
         clearTimeout(timer);
         signal.removeEventListener("abort", onAbort);
         stop.abort();
-        const scope = outcome === "approved" ? decision?.scope ?? "once" : undefined;
-        if (scope === "session") this.#state(session).approved.add(`${request.server}/${request.tool}`);
+        const scope = outcome === "approved"
+          ? decision?.scope ?? request.scopes?.[0]?.value ?? "once"
+          : undefined;
+        if (scope === "session" && isCall(request)) {
+          this.#state(session).approved.add(`${request.server}/${request.tool}`);
+        }
         stats.approval(outcome === "approved" ? "approved" : outcome === "timeout" ? "timeout" : "declined");
         log.info("approval answered", {
           ...fields,
@@ -248,7 +312,17 @@ export class ApprovalBroker {
           ...(scope ? { scope } : {}),
           ...(via ? { via } : {}),
         });
-        resolve(outcome === "approved" ? { approved: true, outcome } : refusal(request, outcome, why));
+        resolve(
+          outcome === "approved"
+            ? {
+              approved: true,
+              outcome,
+              // A request that offers its own scopes learns which one was chosen, and the values given.
+              ...(request.scopes ? { scope } : {}),
+              ...(decision?.values ? { values: decision.values } : {}),
+            }
+            : refusal(request, outcome, why),
+        );
       };
       this.#open.set(approval.id, { approval, settle });
       stats.approval("asked");
@@ -292,7 +366,7 @@ export class ApprovalBroker {
   }
 
   #unavailable(request: ApprovalRequest, session: string, requestId?: string): ApprovalAnswer {
-    const allow = this.options.fallback === "allow";
+    const allow = this.options.fallback === "allow" && request.fallback !== "deny";
     stats.approval("unavailable");
     log.info("approval not asked: the client cannot be asked", {
       server: request.server,
@@ -301,7 +375,7 @@ export class ApprovalBroker {
       requestId,
       fallback: this.options.fallback,
     });
-    const id = `"${request.server}/${request.tool}"`;
+    const id = isCall(request) ? `"${request.server}/${request.tool}"` : subjectOf(request);
     if (allow) {
       return {
         approved: true,
@@ -311,14 +385,16 @@ export class ApprovalBroker {
           "(it does not support MCP elicitation), and CODEMODE_CONFIRM_FALLBACK=allow",
       };
     }
+    const elsewhere = this.options.watched && !request.fields?.some((f) => f.required)
+      ? "keep the dashboard (codemode ui) open to answer there, "
+      : "";
     return {
       approved: false,
       outcome: "unavailable",
       message:
-        `Call to ${id} needs the user's approval (${request.reason}), and this client cannot ask: it ` +
-        "does not support MCP elicitation. Use a client that does, " +
-        (this.options.watched ? "keep the dashboard (codemode ui) open to answer there, " : "") +
-        "or set CODEMODE_CONFIRM_FALLBACK=allow",
+        `${subjectOf(request)} needs the user's approval (${request.reason}), and this client cannot ` +
+        `ask: it does not support MCP elicitation. Use a client that does, ${elsewhere}` +
+        (request.fallback === "deny" ? "or ask the user to do it" : "or set CODEMODE_CONFIRM_FALLBACK=allow"),
     };
   }
 
@@ -334,57 +410,7 @@ export class ApprovalBroker {
   }
 }
 
-/** The text a person reads: who wants to call what, with which arguments, why we ask, and for how long. */
-export function questionText(request: ApprovalRequest, timeoutSeconds: number): string {
-  return [
-    `Sandbox code wants to call the tool "${request.tool}" of the MCP server "${request.server}".`,
-    `Arguments: ${request.summary}`,
-    `Asked because ${request.reason}.`,
-    `Approve this call? No answer within ${duration(timeoutSeconds)} counts as declined.`,
-  ].join("\n");
-}
-
-function duration(seconds: number): string {
-  return seconds >= 120 && seconds % 60 === 0 ? `${seconds / 60} minutes` : `${seconds} seconds`;
-}
-
-/**
- * The arguments as a person reads them: `name=value` pairs, each value cut to a couple of hundred
- * characters and the whole to a few hundred more, with every configured secret redacted before anything
- * is cut (so a cut can never leave half a secret showing).
- */
-export function summarizeArguments(args: Record<string, unknown>, secrets: readonly string[]): string {
-  const entries = Object.entries(args);
-  if (!entries.length) return "(none)";
-  const pairs = entries.map(([name, value]) =>
-    `${clip(name, secrets, 60)}=${clip(jsonText(value), secrets, SUMMARY_LIMITS.value)}`
-  );
-  return clip(pairs.join(", "), secrets, SUMMARY_LIMITS.total);
-}
-
-/**
- * `text` redacted and cut to `max` characters. Only a prefix is redacted: the first `max` characters of
- * the redacted text stand for at most `max` secrets or characters of the original, so a prefix of
- * `(max + 1) * longest` characters holds every secret that could show.
- */
-function clip(text: string, secrets: readonly string[], max: number): string {
-  const longest = secrets.reduce((n, s) => Math.max(n, s.length), 1);
-  const scan = (max + 1) * longest;
-  const redacted = redact(text.length > scan ? text.slice(0, scan) : text, secrets);
-  if (text.length <= scan && redacted.length <= max) return redacted;
-  return `${redacted.slice(0, max)}… (${text.length} characters)`;
-}
-
-function jsonText(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
-}
-
 function refusal(request: ApprovalRequest, outcome: ApprovalOutcome, why?: string): ApprovalAnswer {
-  const message = `Call to "${request.server}/${request.tool}" declined by the user${why ? `: ${why}` : ""}`;
+  const message = `${subjectOf(request)} declined by the user${why ? `: ${why}` : ""}`;
   return { approved: false, outcome, message };
 }

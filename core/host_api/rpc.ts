@@ -5,6 +5,7 @@
  */
 import type { ApprovalAnswer, ApprovalRequest } from "./approvals.ts";
 import type { PlannedCall } from "./dry_run.ts";
+import type { RunPlans } from "./plans.ts";
 
 /** Context of one call from the sandbox. */
 export interface RpcContext {
@@ -20,6 +21,8 @@ export interface RpcContext {
   plan?: (call: PlannedCall) => void;
   /** Adds a note the run's result carries, once however often it is added (e.g. a skill's drift findings). */
   note?: (text: string) => void;
+  /** The run's plans (`runtime.plan`): what their rehearsals recorded and the user approved. */
+  plans?: RunPlans;
 }
 
 /** Serves one call from the sandbox; the resolved value is sent back as JSON. */
@@ -29,21 +32,4 @@ export type RpcHandler = (
   context: RpcContext,
 ) => Promise<unknown>;
 
-/** An error that reaches sandbox code as an exception of the named Python type (e.g. "ToolError"). */
-export class RpcError extends Error {
-  /** Creates an error raised in the sandbox as `pythonType`. */
-  constructor(readonly pythonType: string, message: string) {
-    super(message);
-    this.name = "RpcError";
-  }
-}
-
-/** The Python exception type an error should surface as. */
-export function pythonErrorType(error: unknown): string {
-  if (error instanceof RpcError) return error.pythonType;
-  if (error instanceof Error && error.name === "ToolError") return "ToolError";
-  if (error instanceof Error && error.name === "UpstreamTimeoutError") return "TimeoutError";
-  // A remote server that needs `codemode auth login`: no retry from sandbox code can fix it.
-  if (error instanceof Error && error.name === "UpstreamAuthError") return "PermissionError";
-  return "RuntimeError";
-}
+export { pythonErrorType, RpcError } from "./rpc_error.ts";

@@ -1,12 +1,13 @@
 /**
  * What one run's calls into the host share: the context every call is served with (built once per run,
  * since calls are the hot path), approvals asked with the run's clock stopped, the calls a dry run
- * planned, and the notes calls leave for the result.
+ * planned, the run's plans (runtime.plan), and the notes calls leave for the result.
  * @module
  */
 import type { RunResult } from "../contracts/output.ts";
 import type { Approver } from "./approvals.ts";
 import { PlannedCalls } from "./dry_run.ts";
+import { RunPlans } from "./plans.ts";
 import type { RpcContext } from "./rpc.ts";
 import type { RunClock } from "./run_clock.ts";
 
@@ -30,6 +31,7 @@ export class RunCalls {
       ...(approve ? { approve: (request) => clock.during(() => approve(request, signal)) } : {}),
       plan: (call) => this.#planned.add(call),
       note: (text) => void this.#notes.add(text),
+      plans: new RunPlans(),
     };
   }
 

@@ -116,6 +116,8 @@ interface ApprovalFields {
   /** The question's id (the dashboard answers by it). */
   id: string;
   session: string;
+  /** What is asked about when it is not a tool call (e.g. "add_server"). */
+  about?: string;
   server: string;
   tool: string;
   /** The arguments as the question shows them: clipped, configured secrets redacted. */
@@ -136,9 +138,52 @@ export interface ApprovalClosedEvent extends EventBase, ApprovalFields {
   kind: "approval.closed";
   /** approved, declined, cancelled, timeout. */
   outcome: string;
-  scope?: "once" | "session";
+  scope?: string;
   /** Who answered: "client" (its elicitation form) or "dashboard"; absent when nobody did. */
   via?: string;
+}
+
+/** Sandbox code searched an MCP registry (`runtime.find_servers`). */
+export interface RegistryFindEvent extends EventBase {
+  kind: "registry.find";
+  run?: string;
+  session: string;
+  /** The registry's host. */
+  registry: string;
+  query: string;
+  /** Entries returned, and entries left out as oversized or malformed. */
+  results: number;
+  leftOut: number;
+  ms: number;
+  error?: string;
+}
+
+/** Sandbox code asked to add a registry server (`runtime.add_server`), and how that ended. */
+export interface ServerAddEvent extends EventBase {
+  kind: "server.add";
+  run?: string;
+  session: string;
+  /** The registry name asked for. */
+  name: string;
+  version?: string;
+  alias?: string;
+  /** What runs: the command line or the URL. */
+  runs?: string;
+  /** added, refused (policy or entry), declined (by the user), failed (it did not start). */
+  outcome: "added" | "refused" | "declined" | "failed";
+  why?: string;
+  tools?: number;
+  /** The config file it was kept in, when the user chose to keep it. */
+  kept?: string;
+}
+
+/** Sandbox code removed a server it had added (`runtime.remove_server`). */
+export interface ServerRemoveEvent extends EventBase {
+  kind: "server.remove";
+  run?: string;
+  session: string;
+  alias: string;
+  name: string;
 }
 
 /** Anything the activity record holds. */
@@ -147,7 +192,10 @@ export type ActivityEvent =
   | RunEndEvent
   | ToolCallEvent
   | ApprovalAskedEvent
-  | ApprovalClosedEvent;
+  | ApprovalClosedEvent
+  | RegistryFindEvent
+  | ServerAddEvent
+  | ServerRemoveEvent;
 
 /**
  * What travels with an event to the listeners but never into the log: the bytes of a run's images, by

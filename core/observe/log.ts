@@ -34,12 +34,19 @@ const scopes = new AsyncLocalStorage<LogScope>();
 const stderrSink: LogSink = (line) => process.stderr.write(line + "\n");
 
 let threshold = RANK.warn;
+/** Fields every line of this process carries (a fleet node's id). */
+let processFields: Record<string, unknown> = {};
 let sink: LogSink = stderrSink;
 let fileFd: number | undefined;
 
 /** Sets the lowest level that is written. */
 export function setLogLevel(level: LogLevel): void {
   threshold = RANK[level];
+}
+
+/** Adds `fields` to every line this process writes from now on (a fleet node's `node`, say). */
+export function setProcessLogFields(fields: Record<string, unknown>): void {
+  processFields = { ...fields };
 }
 
 /** Redirects log lines (tests, or a log file). */
@@ -93,7 +100,7 @@ function write(level: LogLevel, msg: string, fields?: Record<string, unknown>): 
     } catch { /* a listener must never break the code that logs */ }
   }
   if (RANK[level] < threshold) return;
-  const head = { time: new Date().toISOString(), level, msg };
+  const head = { time: new Date().toISOString(), level, msg, ...processFields };
   sink(
     JSON.stringify(
       scope?.requestId ? { ...head, requestId: scope.requestId, ...fields } : { ...head, ...fields },

@@ -50,6 +50,9 @@ export class CodemodeMetrics {
   readonly upstreamRestarts: Counter<"server">;
   readonly approvals: Counter<"answer">;
   readonly approvalQuestions: Counter;
+  readonly registryFinds: Counter<"outcome">;
+  readonly serverAdds: Counter<"answer">;
+  readonly serverAddRefusals: Counter<"reason">;
   readonly hostCalls: Counter<"method" | "outcome">;
   readonly hostCallDuration: Histogram<"method">;
   readonly malformedFrames: Counter;
@@ -131,6 +134,27 @@ export class CodemodeMetrics {
       help: "Approval questions put to a person",
       registers,
     });
+    this.registryFinds = new Counter({
+      name: "codemode_registry_finds_total",
+      help: "Registry searches sandbox code made (runtime.find_servers), by outcome (ok, error)",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.serverAdds = new Counter({
+      name: "codemode_server_adds_total",
+      help:
+        "Servers sandbox code asked to add that got as far as the user (or CODEMODE_ADD_SERVERS=allow), " +
+        "by answer: approved, allowed (no question), declined, timeout, unavailable, failed (did not start)",
+      labelNames: ["answer"],
+      registers,
+    });
+    this.serverAddRefusals = new Counter({
+      name: "codemode_server_add_refusals_total",
+      help: "Adds refused before any question, by reason: off (adding is off), policy (a rule refused it), " +
+        "entry (an entry codemode will not run, or a bad request), secret (sandbox code passed a secret's value)",
+      labelNames: ["reason"],
+      registers,
+    });
     this.hostCalls = new Counter({
       name: "codemode_host_calls_total",
       help: "Calls sandbox code made into the host, by method and outcome (ok, error)",
@@ -148,6 +172,30 @@ export class CodemodeMetrics {
       name: "codemode_malformed_frames_total",
       help: "Frames from sandboxes dropped as malformed or oversized",
       registers,
+    });
+  }
+
+  /**
+   * Names this process's fleet node: `codemode_node_info{node}` is always 1 (join it to other series by
+   * instance), `codemode_node_ready{node}` is 1 while the node takes new sessions. Once per process.
+   */
+  describeNode(node: string, ready: () => boolean): void {
+    if (this.registry.getSingleMetric("codemode_node_info")) return;
+    const registers = [this.registry];
+    new Gauge({
+      name: "codemode_node_info",
+      help: "This serve --http node's id (CODEMODE_NODE_ID) as a label; always 1",
+      labelNames: ["node"],
+      registers,
+    }).set({ node }, 1);
+    new Gauge({
+      name: "codemode_node_ready",
+      help: "1 while this node takes new sessions (/readyz answers 200), 0 while it drains or is full",
+      labelNames: ["node"],
+      registers,
+      collect() {
+        this.set({ node }, ready() ? 1 : 0);
+      },
     });
   }
 

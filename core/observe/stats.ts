@@ -3,10 +3,12 @@
  * reason, calls into the host by method, and calls to each upstream server and tool. Counts and sums
  * live in prom-client metrics (`metrics.ts`), which `/metrics` exposes as they are; what Prometheus has
  * no place for (percentiles and the maximum of recent calls) is kept here, in one preallocated ring per
- * series. Recording is cheap (a few additions per call) because it sits on the proxied-call path;
+ * series, and so is the list of running sandboxes with their isolation (at most one per live session).
+ * Recording is cheap (a few additions per call) because it sits on the proxied-call path;
  * percentiles are computed only when a snapshot is taken.
  * @module
  */
+import type { Isolation } from "../contracts/runtime.ts";
 import { CodemodeMetrics, counterValues, histogramTotals } from "./metrics.ts";
 
 /** Latency samples kept per series; percentiles cover the most recent ones. */
@@ -50,6 +52,16 @@ export interface ApprovalCounts {
   unavailable: number;
 }
 
+/** Servers found and added from a registry: searches, adds by answer, refusals before any question. */
+export interface RegistryCounts {
+  finds: number;
+  findErrors: number;
+  /** approved, allowed (CODEMODE_ADD_SERVERS=allow), declined, timeout, unavailable, failed. */
+  adds: Record<string, number>;
+  /** off, policy, entry (one codemode will not run, or a bad request), secret (sandbox code passed one). */
+  refused: Record<string, number>;
+}
+
 /** How an upstream tool call ended: "tool_error" is an `isError` result, "error" a call that threw. */
 export type CallOutcome = "ok" | "tool_error" | "error";
 
@@ -68,12 +80,23 @@ export interface StatsSnapshot {
     startup: SeriesSummary;
     /** Ends by reason: idle, shutdown, timeout, cancelled, crashed, channel-failure, killed. */
     exits: Record<string, number>;
+    /** The sandboxes running now, each with the isolation it runs under. */
+    running: RunningSandbox[];
   };
   /** Calls the sandbox made into the host, by method (call_tool, search_tool_docs, ...). */
   rpc: ({ method: string } & SeriesSummary)[];
   upstream: ServerStats[];
   malformedFrames: number;
   approvals: ApprovalCounts;
+  registry: RegistryCounts;
+}
+
+/** One running sandbox: its name, runtime and isolation (container, gvisor, wasm), since when. */
+export interface RunningSandbox {
+  name: string;
+  runtime: string;
+  isolation: Isolation;
+  startedAt: string;
 }
 
 /** The most recent durations of one series and the largest ever seen. */
@@ -119,6 +142,8 @@ export class Stats {
   #servers = new Map<string, { all: Recent; tools: Map<string, Recent> }>();
   /** Servers that started once, so a later start counts as a restart. */
   #started = new Set<string>();
+  /** The sandboxes running now, by name. */
+  #running = new Map<string, RunningSandbox>();
 
   /** Figures recorded into `metrics` (a fresh registry by default). */
   constructor(metrics = new CodemodeMetrics()) {
@@ -138,10 +163,11 @@ export class Stats {
     this.#runs.record(ms);
   }
 
-  /** A sandbox became ready (`ms` after its start) or failed to. */
-  sandboxLaunched(ms: number, ok = true): void {
+  /** A sandbox became ready (`ms` after its start) or failed to; `sandbox` says which, and how isolated. */
+  sandboxLaunched(ms: number, ok = true, sandbox?: Omit<RunningSandbox, "startedAt">): void {
     this.#changes++;
     if (!ok) return this.metrics.sandboxStartFailures.inc();
+    if (sandbox) this.#running.set(sandbox.name, { ...sandbox, startedAt: new Date().toISOString() });
     this.metrics.sandboxesStarted.inc();
     this.metrics.sandboxes.inc();
     this.metrics.sandboxStartDuration.observe(ms / 1000);
@@ -149,8 +175,9 @@ export class Stats {
   }
 
   /** A launched sandbox ended. */
-  sandboxExited(reason: string): void {
+  sandboxExited(reason: string, name?: string): void {
     this.#changes++;
+    if (name) this.#running.delete(name);
     this.metrics.sandboxExits.inc({ reason });
     this.metrics.sandboxes.dec();
   }
@@ -200,6 +227,19 @@ export class Stats {
     else this.metrics.approvals.inc({ answer: event });
   }
 
+  /** Sandbox code searched the registry. */
+  registryFind(ok: boolean): void {
+    this.#changes++;
+    this.metrics.registryFinds.inc({ outcome: ok ? "ok" : "error" });
+  }
+
+  /** An add reached its answer (or failed to start after it), or was refused before any question. */
+  serverAdd(event: { answer: string } | { refused: "off" | "policy" | "entry" | "secret" }): void {
+    this.#changes++;
+    if ("answer" in event) this.metrics.serverAdds.inc({ answer: event.answer });
+    else this.metrics.serverAddRefusals.inc({ reason: event.refused });
+  }
+
   /** Everything recorded so far. */
   async snapshot(now = new Date()): Promise<StatsSnapshot> {
     const m = this.metrics;
@@ -214,13 +254,16 @@ export class Stats {
       counterValues(m.hostCalls, (l) => `${l.method}\u0000${l.outcome}`),
       histogramTotals(m.hostCallDuration, label("method")),
     ]);
-    const [calls, callTime, starts, malformed, approvals, asked] = await Promise.all([
+    const [calls, callTime, starts, malformed, approvals, asked, finds, adds, refused] = await Promise.all([
       counterValues(m.toolCalls, (l) => `${serverTool(l)}\u0000${l.outcome}`),
       histogramTotals(m.toolCallDuration, serverTool),
       counterValues(m.upstreamStarts, (l) => `${l.server}\u0000${l.outcome}`),
       counterValues(m.malformedFrames),
       counterValues(m.approvals, label("answer")),
       counterValues(m.approvalQuestions),
+      counterValues(m.registryFinds, label("outcome")),
+      counterValues(m.serverAdds, label("answer")),
+      counterValues(m.serverAddRefusals, label("reason")),
     ]);
     const byOutcome = Object.fromEntries(RUN_OUTCOMES.map((o) => [o, runs.get(o) ?? 0])) as Record<
       RunOutcome,
@@ -254,6 +297,7 @@ export class Stats {
         live: Math.max(0, live.get("") ?? 0),
         startup: this.#startup.summary(startTotals.count, 0, startTotals.sum * 1000),
         exits: Object.fromEntries([...exits].sort(([a], [b]) => a.localeCompare(b))),
+        running: [...this.#running.values()],
       },
       rpc: [...this.#rpc].map(([method, recent]) => {
         const time = rpcTime.get(method) ?? { count: 0, sum: 0 };
@@ -283,6 +327,12 @@ export class Stats {
         declined: approvals.get("declined") ?? 0,
         timedOut: approvals.get("timeout") ?? 0,
         unavailable: approvals.get("unavailable") ?? 0,
+      },
+      registry: {
+        finds: (finds.get("ok") ?? 0) + (finds.get("error") ?? 0),
+        findErrors: finds.get("error") ?? 0,
+        adds: Object.fromEntries([...adds].sort(([a], [b]) => a.localeCompare(b))),
+        refused: Object.fromEntries([...refused].sort(([a], [b]) => a.localeCompare(b))),
       },
     };
   }

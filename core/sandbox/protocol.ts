@@ -17,7 +17,9 @@
  *   {type:"ready", python}                   after bootstrap; python = version string
  *   {type:"rpc", id, method, params}         a call into the host (tool calls, docs, search)
  *   {type:"output", id, stream:"stdout"|"stderr", data}   user output as produced
- *   {type:"done", id, status:"ok"|"error"|"timeout", value?, error?, dropped?:{stdout, stderr}}
+ *   {type:"done", id, status:"ok"|"error"|"timeout", value?, error?, dropped?:{stdout, stderr},
+ *                                            check?:[{line, col, kind, message, fix}]}   check: what the
+ *                                            pre-run check found, so nothing ran (or the syntax error)
  *   {type:"display", id, mime, size, text?, data?, more?, dropped?}   one display of the run (an image as
  *                                            base64, or text); `more`: the next display frame continues its
  *                                            data; `dropped`: left out in the sandbox, over the cap (no data)
@@ -77,6 +79,8 @@ export const SandboxFrame = z.discriminatedUnion("type", [
     value: z.string().optional(),
     error: z.string().optional(),
     dropped: z.object({ stdout: z.number(), stderr: z.number() }).partial().optional(),
+    /** The pre-run check's findings (sanitised and capped on the host, see run_result.ts). */
+    check: z.array(z.unknown()).max(10_000).optional(),
   }),
   z.object({
     type: z.literal("display"),
@@ -149,10 +153,17 @@ export interface BootstrapConfig {
   max_output: number;
   /** Cap on the bytes of all displays of one execution (images, tables); beyond it they are dropped. */
   max_display?: number;
-  /** Every configured, allowed server, so proxies exist before first use. */
-  servers: { name: string; alias: string; description?: string }[];
+  /**
+   * Every configured, allowed server, so proxies exist before first use, and the servers the session
+   * added from a registry (`added` says from which entry).
+   */
+  servers: { name: string; alias: string; description?: string; added?: { name: string; version: string } }[];
   /** The file descriptor of a direct duplex channel to use for frames instead of stdin/stdout. */
   channel_fd?: number;
+  /** The MCP registry, when find_servers can search one: whether servers can be added (capability text). */
+  registry?: { add: "off" | "ask" | "allow" };
+  /** "off" skips the pre-run check of every program (CODEMODE_PRECHECK). */
+  precheck?: "on" | "off";
   /** Where runs leave artifacts and what the sandbox sends of them (the host enforces its caps again). */
   artifacts?: { dir: string; max_file: number; max_files: number };
 }

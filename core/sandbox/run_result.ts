@@ -3,7 +3,7 @@
  * own `done` frame, or the host stopping it (deadline passed, cancel ignored, sandbox gone, channel broken).
  * @module
  */
-import type { RunResult } from "../contracts/output.ts";
+import type { CheckFinding, RunResult } from "../contracts/output.ts";
 import type { SandboxFrame } from "./protocol.ts";
 import { type OutputBuffer, truncationNote } from "./output_buffer.ts";
 import type { DisplayCollector } from "./displays.ts";
@@ -84,11 +84,35 @@ export function runResult(end: RunEnd, run: RunRecord): RunResult {
   }
   // A run that finished before the interrupt landed keeps its result.
   const cancelled = run.cancelled && end.status !== "ok";
+  const check = end.status === "error" ? checkFindings(end.check) : [];
   return {
     ...base,
     status: cancelled ? "cancelled" : end.status,
     ...(end.value !== undefined ? { value: end.value } : {}),
     ...(cancelled ? { error: CANCELLED } : end.error ? { error: end.error } : {}),
     notes,
+    ...(check.length ? { check } : {}),
   };
+}
+
+/** Most findings a result carries, and characters of each text. */
+export const CHECK_LIMITS = { findings: 200, kind: 40, text: 2000 } as const;
+
+/** The pre-run check's findings as the sandbox reported them, checked and capped (the sandbox is untrusted). */
+export function checkFindings(raw: unknown[] | undefined): CheckFinding[] {
+  const text = (value: unknown, max: number) => typeof value === "string" ? value.slice(0, max) : "";
+  const position = (value: unknown) =>
+    Number.isSafeInteger(value) && (value as number) >= 0 ? value as number : 0;
+  return (raw ?? []).slice(0, CHECK_LIMITS.findings).flatMap((item) => {
+    if (!item || typeof item !== "object") return [];
+    const f = item as Record<string, unknown>;
+    const finding: CheckFinding = {
+      line: position(f.line),
+      col: position(f.col),
+      kind: text(f.kind, CHECK_LIMITS.kind) || "problem",
+      message: text(f.message, CHECK_LIMITS.text),
+    };
+    const fix = text(f.fix, CHECK_LIMITS.text);
+    return [fix ? { ...finding, fix } : finding];
+  });
 }

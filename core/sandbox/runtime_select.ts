@@ -3,10 +3,18 @@
  * whose detection says it works here (for container engines that includes having the image and
  * starting a probe container). Detection runs one runtime at a time and stops at the first that works,
  * so a machine with podman never pays for probing the rest. With a {@link DetectionCache}, a runtime's
- * verdict is reused while its fingerprint holds, which skips the probe container.
+ * verdict is reused while its fingerprint holds, which skips the probe container. Under
+ * `CODEMODE_ISOLATION=gvisor` only gVisor runtimes are candidates: when none works the start fails with
+ * their findings, it never falls back to runc or Pyodide.
  * @module
  */
-import type { RuntimeDetection, RuntimePlugin } from "../contracts/runtime.ts";
+import {
+  isolationOf,
+  type IsolationSetting,
+  type RuntimeDetection,
+  type RuntimePlugin,
+  servesIsolation,
+} from "../contracts/runtime.ts";
 import { log } from "../observe/log.ts";
 import type { DetectionCache } from "./detection_cache.ts";
 
@@ -17,16 +25,29 @@ export interface RuntimeChoice {
   cached: boolean;
 }
 
-/** Chooses a runtime for `setting` ("auto" or a plugin name); throws a clear error when none works. */
+/**
+ * Chooses a runtime for `setting` ("auto" or a plugin name) among those serving `isolation`; throws a clear
+ * error when none works.
+ */
 export async function selectRuntime(
   setting: string,
   runtimes: RuntimePlugin[],
   cache?: DetectionCache,
+  isolation: IsolationSetting = "container",
 ): Promise<RuntimeChoice> {
-  const candidates = setting === "auto" ? runtimes : runtimes.filter((r) => r.name === setting);
-  if (candidates.length === 0) {
+  const named = setting === "auto" ? runtimes : runtimes.filter((r) => r.name === setting);
+  if (named.length === 0) {
     throw new Error(
       `Unknown runtime "${setting}"; choose one of auto, ${runtimes.map((r) => r.name).join(", ")}`,
+    );
+  }
+  const candidates = named.filter((r) => servesIsolation(r, isolation));
+  if (candidates.length === 0) {
+    throw new Error(
+      setting === "auto"
+        ? `No registered runtime runs ${isolation} sandboxes (CODEMODE_ISOLATION=${isolation})`
+        : `The ${setting} runtime runs ${isolationOf(named[0])} sandboxes, not ${isolation} ones ` +
+          `(CODEMODE_ISOLATION=${isolation}); choose another CODEMODE_RUNTIME or CODEMODE_ISOLATION`,
     );
   }
   const reasons: string[] = [];
@@ -44,12 +65,14 @@ export async function selectRuntime(
     );
     log.info("runtime not usable", { runtime: runtime.name, problems: detection.problems, cached });
   }
-  throw new Error(`No sandbox runtime is usable (${reasons.join("; ")})`);
+  const tier = isolation === "gvisor" ? " under gVisor (CODEMODE_ISOLATION=gvisor; no fallback to runc)" : "";
+  throw new Error(`No sandbox runtime is usable${tier} (${reasons.join("; ")})`);
 }
 
 /**
  * One runtime's verdict: the cached one while the plugin's fingerprint matches (the plugin adopts it),
- * else a fresh detection, which is then cached. Without a cache or a fingerprint, always fresh.
+ * else a fresh detection, which is then cached unless a problem was transient (a timeout). Without a
+ * cache or a fingerprint, always fresh.
  */
 export async function detectRuntime(
   runtime: RuntimePlugin,
@@ -66,7 +89,9 @@ export async function detectRuntime(
     }
   }
   const detection = await runtime.detect();
-  if (cache && fingerprint !== undefined) await cache.set(runtime.name, fingerprint, detection);
+  // A timeout on a busy machine must not keep the runtime out for the hour a negative verdict lasts.
+  const lasting = !detection.problems.some((p) => p.transient);
+  if (cache && fingerprint !== undefined && lasting) await cache.set(runtime.name, fingerprint, detection);
   return { detection, cached: false };
 }
 

@@ -4,7 +4,13 @@
  * Everything the sandbox sends is untrusted: parsed, size-capped, and dropped when malformed.
  * @module
  */
-import type { RuntimePlugin, SandboxProcess, SandboxStartOptions } from "../contracts/runtime.ts";
+import {
+  type Isolation,
+  isolationOf,
+  type RuntimePlugin,
+  type SandboxProcess,
+  type SandboxStartOptions,
+} from "../contracts/runtime.ts";
 import type { RunResult } from "../contracts/output.ts";
 import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, SandboxFrame } from "./protocol.ts";
 import { readFrames } from "./frame_reader.ts";
@@ -28,6 +34,8 @@ export interface SandboxSessionOptions {
   sandbox: SandboxStartOptions;
   bootstrap: HostFrame;
   rpc: RpcHandler;
+  /** The client session the sandbox serves (calls into the host name it); default: the sandbox's name. */
+  session?: string;
   /** Cap per stream per run, in bytes. */
   maxOutput: number;
   /** Cap on one run's displays, in bytes (default 8 MiB). */
@@ -124,6 +132,11 @@ export class SandboxSession {
     return this.#options.runtime.name;
   }
 
+  /** What isolates the sandbox from the host: container, gvisor or wasm. */
+  get isolation(): Isolation {
+    return isolationOf(this.#options.runtime);
+  }
+
   /** True while the sandbox process is running and usable. */
   get alive(): boolean {
     return this.#alive;
@@ -174,8 +187,17 @@ export class SandboxSession {
     this.startedAt = new Date();
     const startMs = performance.now() - started;
     this.#launched = true;
-    stats.sandboxLaunched(startMs);
-    log.info("sandbox ready", { sandbox: this.name, runtime: o.runtime.name, ms: Math.round(startMs) });
+    stats.sandboxLaunched(startMs, true, {
+      name: this.name,
+      runtime: this.runtime,
+      isolation: this.isolation,
+    });
+    log.info("sandbox ready", {
+      sandbox: this.name,
+      runtime: o.runtime.name,
+      isolation: this.isolation,
+      ms: Math.round(startMs),
+    });
   }
 
   /** Runs code; runs on one session never overlap. */
@@ -252,7 +274,7 @@ export class SandboxSession {
             this.#malformed(why)),
         }
         : {}),
-      calls: new RunCalls(this.name, {
+      calls: new RunCalls(this.#options.session ?? this.name, {
         signal: controller.signal,
         requestId,
         clock,
@@ -321,7 +343,7 @@ export class SandboxSession {
   #ended(reason: string): void {
     if (!this.#launched || this.#exitCounted) return;
     this.#exitCounted = true;
-    stats.sandboxExited(reason);
+    stats.sandboxExited(reason, this.name);
   }
 
   #send(frame: HostFrame): Promise<void> {
@@ -422,7 +444,7 @@ export class SandboxSession {
   async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, run: ActiveRun | undefined): Promise<void> {
     let reply: Extract<HostFrame, { type: "rpc_result" }>;
     const started = performance.now();
-    const context = run?.calls.context ?? { ...NO_RUN, session: this.name };
+    const context = run?.calls.context ?? { ...NO_RUN, session: this.#options.session ?? this.name };
     const call = () => this.#options.rpc(frame.method, frame.params, context);
     try {
       const value = await (run?.scope ? withLogScope(run.scope, call) : call());

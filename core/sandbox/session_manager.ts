@@ -46,8 +46,8 @@ export interface SessionManagerOptions {
   limits: SandboxLimits;
   /** The bootstrap command run inside the sandbox. */
   command: string[];
-  /** The first frame: the runtime source and its configuration. */
-  bootstrap: () => HostFrame;
+  /** The first frame of a sandbox of the session `key`: the runtime source and its configuration. */
+  bootstrap: (key: string) => HostFrame;
   rpc: RpcHandler;
   maxOutput: number;
   /** Cap on one run's displays, in bytes. */
@@ -117,6 +117,20 @@ export class SessionManager {
     return this.#entries.size;
   }
 
+  /** Whether session `key` has a run in progress (executing or waiting for a run slot). */
+  busy(key: string): boolean {
+    return (this.#entries.get(key)?.busy ?? 0) > 0;
+  }
+
+  /** Whether a new session could get a sandbox now: under the cap, or an idle one would make way. */
+  hasRoom(): boolean {
+    const max = this.#options.maxSessions;
+    if (this.#closed) return false;
+    if (max === undefined || this.#entries.size < max) return true;
+    for (const entry of this.#entries.values()) if (entry.busy === 0) return true;
+    return false;
+  }
+
   /** Runs code in the session for `key`, starting the session if needed. Throws when it can't start. */
   async run(key: string, code: string, options: RunOptions): Promise<RunResult> {
     if (this.#closed) throw new Error("codemode is shutting down");
@@ -170,6 +184,7 @@ export class SessionManager {
         ? {
           sandbox: entry.ready.name,
           runtime: entry.ready.runtime,
+          isolation: entry.ready.isolation,
           python: entry.ready.python,
           startedAt: entry.ready.startedAt?.toISOString(),
         }
@@ -329,8 +344,9 @@ export class SessionManager {
           labels: ownerLabels(key),
           ...(o.mounts?.length && runtime.mountMode === "bind" ? { mounts: o.mounts } : {}),
         },
-        bootstrap: o.bootstrap(),
+        bootstrap: o.bootstrap(key),
         rpc: o.rpc,
+        session: key,
         maxOutput: o.maxOutput,
         maxDisplay: o.maxDisplay,
         graceMs: (o.graceSeconds ?? 2) * 1000,

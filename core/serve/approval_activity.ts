@@ -21,13 +21,18 @@ export function pendingApprovals(broker: ApprovalBroker): PendingApprovalInfo[] 
     id: a.id,
     session: a.session,
     ...(a.requestId ? { requestId: a.requestId } : {}),
+    ...(a.kind ? { kind: a.kind } : {}),
     server: a.server,
     tool: a.tool,
     summary: a.summary,
     reason: a.reason,
+    ...(a.text ? { text: a.text } : {}),
+    ...(a.scopes?.length ? { scopes: a.scopes.map((s) => ({ ...s })) } : {}),
+    ...(a.fields?.length ? { fields: a.fields.map((f) => ({ name: f.name, required: f.required })) } : {}),
     askedAt: a.askedAt,
     expiresAt: a.expiresAt,
     client: a.client,
+    ...(a.plan ? { plan: a.plan } : {}),
   }));
 }
 
@@ -60,15 +65,18 @@ export function bridgeApprovals(
 /** Passes one inbox message on to the broker; false (and logged) when it is malformed or too late. */
 export function answerFromInbox(broker: ApprovalBroker, message: InboxMessage): boolean {
   const { id, answer, scope } = message;
+  const offered = typeof id === "string"
+    ? broker.pending().find((a) => a.id === id)?.scopes?.map((s) => s.value) ?? ["once", "session"]
+    : [];
   const valid = typeof id === "string" && id.length <= 128 &&
     (answer === "approve" || answer === "decline") &&
-    (scope === undefined || scope === "once" || scope === "session");
+    (scope === undefined || (typeof scope === "string" && offered.includes(scope)));
   if (!valid) {
     log.warn("ignored a malformed answer from the dashboard", { id: String(id).slice(0, 128) });
     return false;
   }
   const approve = answer === "approve";
-  const ok = broker.answer(id, { approve, ...(approve && scope ? { scope } : {}) }, DASHBOARD);
+  const ok = broker.answer(id, { approve, ...(approve && scope ? { scope: String(scope) } : {}) }, DASHBOARD);
   if (!ok) {
     log.info("an answer from the dashboard came for a question that is no longer open", { approval: id });
   }
@@ -82,10 +90,12 @@ function record(event: ApprovalEvent): void {
     ...(a.requestId ? { run: a.requestId } : {}),
     id: a.id,
     session: a.session,
+    ...(a.kind ? { about: a.kind } : {}),
     server: a.server,
     tool: a.tool,
     summary: a.summary,
     reason: a.reason,
+    ...(a.plan ? { plan: a.plan } : {}),
   };
   if (event.type === "opened") {
     activity.record({ kind: "approval.asked", ...fields, client: a.client, expiresAt: a.expiresAt });

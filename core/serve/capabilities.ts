@@ -25,6 +25,7 @@ export function capabilityText(
   runtime?: string,
   policy?: Policy,
   skills?: { writable: boolean; list: SkillLine[] },
+  registry?: { find: boolean; add: "off" | "ask" | "allow" },
 ): string {
   const lines = [
     "# codemode: run_python",
@@ -43,6 +44,20 @@ export function capabilityText(
     "- Every failed call raises a `runtime.MCPError` (`ToolError`, `PermissionError`, ... are MCPErrors).",
     "- `async with runtime.dry_run():` (or `with`) plans calls instead of making them: tools not annotated",
     "  read-only return None and are listed in the result's `planned_calls`; read-only tools still run.",
+    "- `help(mcp_x.tool)` shows a tool's typed signature; `await runtime.stubs(server)` returns a server's",
+    "  Python stubs (.pyi: keyword-only signatures, TypedDicts, docstrings).",
+    "",
+    "## Checked before running",
+    "Each program's tool calls are checked before it runs: an unknown server, tool or argument, a missing",
+    "argument, a literal of the wrong type, a positional argument or a refused tool stops the run before any",
+    "call, and the result lists each finding with its line, column and fix (`structuredContent.check`).",
+    "`# codemode: nocheck` as a program's first line skips the check.",
+    "",
+    "## Approving a plan at once",
+    '`async with runtime.plan("what it does") as p:` runs its block as a dry run, asks the user one',
+    "question listing every call it would make, then runs it again for real: exactly those calls go out,",
+    "others that could change something raise `PermissionError`, as does a declined plan. The block's other",
+    "code runs twice (`p.dry` is True the first time).",
     "",
     "## Showing results",
     "- `display(obj)`: matplotlib figures and PIL images come back as PNG images, pandas DataFrames as",
@@ -67,6 +82,7 @@ export function capabilityText(
     `## Configured servers (${servers.length})`,
     ...servers.map((s) => `- \`${pythonAlias(s.name)}\`${s.description ? `: ${s.description}` : ""}`),
     ...skillLines(skills),
+    ...registryLines(registry),
     ...policyLines(policy),
     ...approvalLines(policy),
   ];
@@ -91,6 +107,23 @@ function skillLines(skills: { writable: boolean; list: SkillLine[] } | undefined
     ...shown,
     skills.list.length > MAX_SKILLS ? `- ... ${skills.list.length - MAX_SKILLS} more: list_skills()` : "",
   ].filter((line, i) => line !== "" || i === 0);
+}
+
+/** The order for the model: configured tools first, then the registry, then asking to add a server. */
+function registryLines(registry: { find: boolean; add: "off" | "ask" | "allow" } | undefined): string[] {
+  if (!registry?.find) return [];
+  return [
+    "",
+    "## More servers (the MCP registry)",
+    "1. Search the configured tools first: `await runtime.search_tool_docs('words')`.",
+    "2. Only when none fits: `await runtime.find_servers('name words', limit=10)` searches the MCP registry",
+    "   by server name (dicts: `name`, `description`, `version`, `run`, `env`, `allowed`, `why`).",
+    registry.add === "off"
+      ? "3. Adding servers is off here: tell the user which server would help (they can set CODEMODE_ADD_SERVERS=ask)."
+      : `3. \`info = await runtime.add_server(name, alias=None)\` ${
+        registry.add === "ask" ? "asks the user, then starts it" : "starts it"
+      }; \`mcp_<alias>\` works in the same run. \`await runtime.remove_server(alias)\` stops it.`,
+  ];
 }
 
 /** Which calls wait for the user's approval, and what a refusal looks like. */

@@ -1,7 +1,8 @@
 /**
  * Approval questions as MCP elicitation: a form (`elicitation/create`, mode "form") with a boolean
- * `approve` and a `scope` of "once" or "session", sent as part of the `run_python` request whose code
- * made the call, so it reaches that client and, over HTTP, that session's stream and no other.
+ * `approve` and a `scope` of "once" or "session" (or the scopes the request offers, none for a plan, and a
+ * text field for each value it asks for), sent as part of the `run_python` request whose code made the
+ * call, so it reaches that client and, over HTTP, that session's stream and no other.
  * @module
  */
 import type {
@@ -11,7 +12,13 @@ import type {
   Server,
   ServerContext,
 } from "@modelcontextprotocol/server";
-import type { ApprovalBroker, ApprovalDecision, Approver, Ask } from "../host_api/approvals.ts";
+import type {
+  ApprovalBroker,
+  ApprovalDecision,
+  Approver,
+  Ask,
+  PendingApproval,
+} from "../host_api/approvals.ts";
 
 /** The form of an approval question. */
 export const APPROVAL_FORM: ElicitRequestFormParams["requestedSchema"] = {
@@ -36,6 +43,43 @@ export const APPROVAL_FORM: ElicitRequestFormParams["requestedSchema"] = {
   required: ["approve"],
 };
 
+/** Most characters taken from one filled-in field. */
+const MAX_VALUE = 4096;
+
+/**
+ * The form of `question`: the call form, or one with the request's scopes (none: approve or not, as for a
+ * plan) and a text field per value it asks for. Fields are not `required` in the schema, so a person can
+ * refuse without filling them in; the requester refuses an approval that leaves a required one empty.
+ */
+export function approvalForm(question: Pick<PendingApproval, "scopes" | "fields">): typeof APPROVAL_FORM {
+  if (question.scopes === undefined && !question.fields?.length) return APPROVAL_FORM;
+  const properties: Record<string, unknown> = {
+    approve: {
+      type: "boolean",
+      title: "Approve",
+      description: "Go ahead; otherwise sandbox code gets a PermissionError",
+      default: false,
+    },
+  };
+  if (question.scopes?.length) {
+    properties.scope = {
+      type: "string",
+      title: "For",
+      oneOf: question.scopes.map((s) => ({ const: s.value, title: s.title })),
+      default: question.scopes[0].value,
+    };
+  }
+  for (const field of question.fields ?? []) {
+    properties[field.name] = {
+      type: "string",
+      title: field.title,
+      ...(field.description ? { description: field.description } : {}),
+      ...(field.default !== undefined ? { default: field.default } : {}),
+      ...(field.choices?.length ? { enum: field.choices } : {}),
+    };
+  }
+  return { type: "object", properties, required: ["approve"] } as typeof APPROVAL_FORM;
+}
 /** Whether a client that declared `capabilities` can be asked with a form (an empty `elicitation` counts). */
 export function canAskForm(capabilities: ClientCapabilities | undefined): boolean {
   const elicitation = capabilities?.elicitation as Record<string, unknown> | undefined;
@@ -59,9 +103,10 @@ export function elicitationAsk(
   return async (question, signal) =>
     decisionOf(
       await elicitInput(
-        { mode: "form", message: question.message, requestedSchema: APPROVAL_FORM },
+        { mode: "form", message: question.message, requestedSchema: approvalForm(question) },
         { signal, timeout },
       ),
+      question,
     );
 }
 
@@ -81,10 +126,25 @@ export function requestApprover(
   return broker.approver(session, requestId, ask);
 }
 
-/** The person's decision in a form's answer: only `accept` with `approve: true` approves. */
-export function decisionOf(result: ElicitResult): ApprovalDecision | "cancelled" {
+/**
+ * The person's decision in a form's answer: only `accept` with `approve: true` approves; the scope is one
+ * the question offered, and the values are the text fields it asked for (nothing else is taken).
+ */
+export function decisionOf(
+  result: ElicitResult,
+  question?: Pick<PendingApproval, "scopes" | "fields">,
+): ApprovalDecision | "cancelled" {
   if (result.action === "cancel") return "cancelled";
   if (result.action !== "accept") return { approve: false };
   const content = (result.content ?? {}) as Record<string, unknown>;
-  return { approve: content.approve === true, scope: content.scope === "session" ? "session" : "once" };
+  const scopes = question?.scopes?.map((s) => s.value) ?? ["once", "session"];
+  const scope = typeof content.scope === "string" && scopes.includes(content.scope)
+    ? content.scope
+    : scopes[0];
+  const values: Record<string, string> = {};
+  for (const field of question?.fields ?? []) {
+    const value = content[field.name];
+    if (typeof value === "string") values[field.name] = value.slice(0, MAX_VALUE + 1);
+  }
+  return { approve: content.approve === true, scope, ...(question?.fields?.length ? { values } : {}) };
 }

@@ -45,11 +45,15 @@ export function isLoopbackHost(host: string): boolean {
   return bare === "localhost" || bare === "::1" || (isIP(bare) === 4 && bare.startsWith("127."));
 }
 
-/** The Host/Origin allow-list for a server bound to `host`: loopback names plus the bound name itself. */
-export function allowedHostsFor(host: string): string[] | undefined {
-  if (isWildcardHost(host)) return undefined;
-  const named = isIP(host) === 6 ? `[${host}]` : host.toLowerCase();
-  return [...new Set([...LOOPBACK_HOSTNAMES, named])];
+/**
+ * The Host/Origin allow-list for a server bound to `host`: loopback names, the bound name itself, and the
+ * names a balancer forwards (`--allowed-hosts`). A wildcard bind without such names accepts any Host.
+ */
+export function allowedHostsFor(host: string, names: readonly string[] = []): string[] | undefined {
+  const wildcard = isWildcardHost(host);
+  if (wildcard && !names.length) return undefined;
+  const bound = wildcard ? [] : [isIP(host) === 6 ? `[${host}]` : host.toLowerCase()];
+  return [...new Set([...LOOPBACK_HOSTNAMES, ...bound, ...names.map((n) => n.toLowerCase())])];
 }
 
 /** Checks one request; returns why it is refused, or undefined when it may proceed. */

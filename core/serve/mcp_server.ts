@@ -145,7 +145,9 @@ export function createMcpServer(options: McpServerOptions): McpServer {
 
 /** A short id naming the connection and the MCP request: `<session>.<request id>.<random>`. */
 function newRequestId(sessionKey: string, ctx: ServerContext): string {
-  const session = (ctx.sessionId ?? sessionKey).slice(0, 8);
+  // A fleet node's prefix (`node-1.`) is in every log line already: the random part tells sessions apart.
+  const id = ctx.sessionId ?? sessionKey;
+  const session = id.slice(id.indexOf(".") + 1, id.indexOf(".") + 9);
   const random = Math.random().toString(36).slice(2, 6);
   return `${session}.${String(ctx.mcpReq.id).slice(0, 16)}.${random}`;
 }

@@ -73,7 +73,7 @@ export async function checkCalls(
     findings.push({ skill, file, line: Number(call.line) || 0, kind, message });
   for (const call of calls.slice(0, 10_000)) {
     if (typeof call?.server !== "string" || typeof call.tool !== "string") continue;
-    const written = describe(call);
+    const written = writtenCall(call);
     const server = context.servers.find((s) => s === call.server) ??
       context.servers.find((s) => pythonAlias(s) === call.server);
     if (!server) {
@@ -142,8 +142,8 @@ export async function checkCalls(
   return { findings, unchecked: [...unchecked] };
 }
 
-/** The call as a person would recognise it in the code. */
-function describe(call: SkillCall): string {
+/** The call as a person would recognise it in the code (`server` as it is written there). */
+export function writtenCall(call: Pick<SkillCall, "server" | "tool" | "via">): string {
   switch (call.via) {
     case "servers":
       return `mcp_servers[${JSON.stringify(call.server)}].${call.tool}(...)`;

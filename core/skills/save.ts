@@ -226,23 +226,35 @@ async function writeSkill(
   try {
     for (const [file, text] of Object.entries(files)) await writeFile(join(temp, file), text, { flag: "wx" });
     const target = join(root, name);
-    if (replace) {
-      const aside = join(root, `.replaced-${randomUUID()}`);
-      await rename(target, aside);
-      try {
-        await rename(temp, target);
-      } catch (error) {
-        await rename(aside, target).catch(() => {});
-        throw error;
-      }
-      await rm(aside, { recursive: true, force: true });
-    } else {
+    // Another codemode sharing the directory (a fleet's node) may save the same name meanwhile: the old
+    // folder may be gone already, and a new one may have taken the name.
+    const aside = join(root, `.replaced-${randomUUID()}`);
+    const setAside = replace && await rename(target, aside).then(() => true, (error) => {
+      if (errorCode(error) !== "ENOENT") throw error;
+      return false;
+    });
+    try {
       await rename(temp, target);
+    } catch (error) {
+      if (setAside) await rename(aside, target).catch(() => {});
+      if (errorCode(error) === "ENOTEMPTY" || errorCode(error) === "EEXIST") {
+        throw new SkillWriteError(
+          "FileExistsError",
+          `A skill named "${name}" was saved meanwhile by another codemode sharing the skills directory; ` +
+            (replace ? "try again to replace it" : "pass overwrite=True to replace it"),
+        );
+      }
+      throw error;
     }
+    if (setAside) await rm(aside, { recursive: true, force: true });
   } catch (error) {
     await rm(temp, { recursive: true, force: true });
     throw error;
   }
+}
+
+function errorCode(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException)?.code;
 }
 
 function problemsOf(error: unknown): string {

@@ -1,7 +1,8 @@
 /**
  * Where skills come from, in order of precedence: `.codemode/skills/` in the working directory `serve`
- * runs in, the user's `~/.config/codemode/skills/` (where skills saved from the sandbox are written), then
- * the directories the config file lists under `skills: {dirs: [...]}` (e.g. `~/.claude/skills`).
+ * runs in, the user's `~/.config/codemode/skills/` or CODEMODE_SKILLS_DIR (where skills saved from the
+ * sandbox are written; a fleet's nodes may share it), then the directories the config file lists under
+ * `skills: {dirs: [...]}` (e.g. `~/.claude/skills`).
  * @module
  */
 import { lstatSync, readdirSync } from "node:fs";
@@ -19,15 +20,18 @@ export interface SkillRoot {
   kind: "project" | "user" | "config";
 }
 
-/** The skill directories, best first; the `user` one is where saves go. Duplicates keep their first place. */
+/**
+ * The skill directories, best first; the `user` one (`userDir`, CODEMODE_SKILLS_DIR, else the user's
+ * config folder) is where saves go. Duplicates keep their first place.
+ */
 export function skillRoots(
-  options: { cwd?: string; env?: Record<string, string | undefined>; dirs?: string[] } = {},
+  options: { cwd?: string; env?: Record<string, string | undefined>; dirs?: string[]; userDir?: string } = {},
 ): SkillRoot[] {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   const roots: SkillRoot[] = [
     { path: resolve(cwd, ".codemode", "skills"), kind: "project" },
-    { path: userSkillsDir(env), kind: "user" },
+    { path: options.userDir ? resolve(cwd, options.userDir) : userSkillsDir(env), kind: "user" },
     ...(options.dirs ?? []).map((dir) => ({ path: resolve(cwd, dir), kind: "config" as const })),
   ];
   return roots.filter((root, i) => roots.findIndex((r) => r.path === root.path) === i);

@@ -28,6 +28,7 @@ import {
   needsLogin,
   unauthorizedAfterRefresh,
   UpstreamAuthError,
+  UpstreamCallError,
   UpstreamCancelledError,
   UpstreamClosedError,
   UpstreamStartError,
@@ -35,6 +36,9 @@ import {
 import { clip, UpstreamOutputLog } from "./output_log.ts";
 import { type ExitInfo, UpstreamStdioTransport } from "./stdio_transport.ts";
 import type { UpstreamSkillFile, UpstreamSkills } from "./skills.ts";
+import { acceptAllValidator, checkToolResult, ResultValidator } from "./result_validation.ts";
+import type { AdmittedTools, ToolCaps, ToolProblem } from "./tool_caps.ts";
+import { listTools, MAX_LIST_PAGES } from "./listing.ts";
 
 /** Lifecycle of one server. */
 export type ServerState = "idle" | "starting" | "ready" | "failed" | "closed";
@@ -62,6 +66,10 @@ export interface ConnectionOptions {
   startTimeoutMs: number;
   /** Largest single message accepted from a stdio server. */
   maxMessageBytes?: number;
+  /** The caps on the tools a listing may bring in (default TOOL_CAPS). */
+  toolCaps?: ToolCaps;
+  /** Called when the server says its tool list changed (`notifications/tools/list_changed`). */
+  onToolsChanged?: (server: string) => void;
 }
 
 /** Per-call options. */
@@ -79,14 +87,20 @@ interface Session {
   startedAt?: Date;
   /** How the connection ended, once it has. */
   ended?: string;
-  tools?: Promise<Tool[]>;
-  /** Tools of the current listing without an outputSchema: their calls can take the lean path. */
-  plainTools?: Set<string>;
+  /** The current listing after the caps: the tools kept and the problems found. */
+  tools?: Promise<AdmittedTools>;
+  /** The kept tools by name: a call's result is checked against its tool's outputSchema. */
+  byName?: Map<string, Tool>;
+  /** When the current listing was asked for, and whether the server has said since that it changed. */
+  listedAt?: number;
+  stale?: boolean;
   /** The skills the server publishes (skills extension). */
   skills?: UpstreamSkills;
 }
 
 const CLIENT_INFO = { name: "codemode", version: "0.1.0" };
+/** A server that said its tools changed is listed again on next use, but at most this often. */
+const RELIST_MS = 1000;
 
 /** A lazily started, self-healing client connection to one MCP server. */
 export class UpstreamConnection {
@@ -106,6 +120,8 @@ export class UpstreamConnection {
   /** OAuth for a remote server that does not send its own Authorization header. */
   #auth?: ServerAuth;
   #tokenSecrets: { held: readonly string[]; forms: string[] } = { held: [], forms: [] };
+  /** Checks results against their tool's outputSchema, in a worker thread of this server's own. */
+  #validator = new ResultValidator();
 
   /** `auth` logs the connection in with OAuth (a remote server without its own Authorization header). */
   constructor(spec: ServerSpec, options: ConnectionOptions, auth?: ServerAuth) {
@@ -132,12 +148,23 @@ export class UpstreamConnection {
 
   /** The server's tools, fetched once per session (all pages) and refreshed when it says they changed. */
   async listTools(): Promise<Tool[]> {
+    return (await this.listing()).tools;
+  }
+
+  /** The server's tools that pass the caps (see tool_caps.ts), and why the others were left out. */
+  async listing(): Promise<{ tools: Tool[]; problems: ToolProblem[] }> {
     const session = await this.#ready();
-    if (!session.client.getServerCapabilities()?.tools) return [];
-    session.tools ??= session.client.listTools(undefined, { timeout: this.#timeout() })
-      .then((result) => {
-        session.plainTools = new Set(result.tools.filter((t) => !t.outputSchema).map((t) => t.name));
-        return result.tools;
+    if (!session.client.getServerCapabilities()?.tools) return { tools: [], problems: [] };
+    // A server flooding list_changed gets listed again at most once per RELIST_MS.
+    if (session.stale && Date.now() - (session.listedAt ?? 0) >= RELIST_MS) session.tools = undefined;
+    if (!session.tools) [session.listedAt, session.stale] = [Date.now(), false];
+    session.tools ??= listTools(session.client, { timeoutMs: this.#timeout(), caps: this.#options.toolCaps })
+      .then((admitted) => {
+        session.byName = new Map(admitted.tools.map((tool) => [tool.name, tool]));
+        for (const p of admitted.problems) {
+          log.info("upstream tool left out", { server: this.spec.name, tool: p.tool, problem: p.problem });
+        }
+        return admitted;
       })
       .catch(async (failure) => {
         session.tools = undefined;
@@ -187,10 +214,18 @@ export class UpstreamConnection {
     try {
       session = await this.#readyUnlessAborted(tool, options.signal);
       const result = await send(session, tool, args, { timeout: timeoutMs, signal: options.signal });
+      const invalid = await checkToolResult(this.#validator, session.byName?.get(tool), result);
+      if (invalid) {
+        throw new UpstreamCallError(
+          `The result of "${tool}" on MCP server "${this.spec.name}" was refused: ${invalid}`,
+          this.spec.name,
+          tool,
+        );
+      }
       this.#called(tool, started, result.isError ? "tool_error" : "ok");
       return result.isError ? redactToolError(result, this.#secrets()) : result;
     } catch (failure) {
-      if (!session) {
+      if (!session || failure instanceof UpstreamCallError) {
         this.#called(tool, started, "error", failure);
         throw failure;
       }
@@ -205,6 +240,7 @@ export class UpstreamConnection {
   /** Stops the server (the whole process tree for stdio) and refuses further use. */
   async close(): Promise<void> {
     this.#state = "closed";
+    this.#validator.close();
     const session = this.#session;
     this.#session = undefined;
     await Promise.allSettled([
@@ -220,7 +256,7 @@ export class UpstreamConnection {
     stats.upstreamCall(this.spec.name, tool, ms, outcome);
     if (!log.enabled("debug")) return;
     const fields = { server: this.spec.name, tool, ms: Math.round(ms * 10) / 10, outcome };
-    log.debug("upstream call", error ? { ...fields, error: describe(error) } : fields);
+    log.debug("upstream call", error ? { ...fields, error: this.#describe(error) } : fields);
   }
 
   /** The config's secrets and every OAuth credential held for the server, in all their forms. */
@@ -421,14 +457,19 @@ export class UpstreamConnection {
         ? new StreamableHTTPClientTransport(url, { requestInit, ...auth })
         : new SSEClientTransport(url, { requestInit, ...auth });
     }
-    const client = new Client(CLIENT_INFO, { listMaxPages: 1000 });
+    // The SDK's own output-schema check would run the server's patterns on this thread: see
+    // result_validation.ts for the check that runs instead.
+    const client = new Client(CLIENT_INFO, {
+      listMaxPages: MAX_LIST_PAGES,
+      jsonSchemaValidator: acceptAllValidator,
+    });
     const session: Session = { client, transport, kind };
     transport.onclose = () => this.#ended(session);
     client.onerror = (error) =>
       log.debug("upstream protocol error", { server: spec.name, error: this.#describe(error) });
     client.setNotificationHandler("notifications/tools/list_changed", () => {
-      session.tools = undefined;
-      session.plainTools = undefined;
+      session.stale = true;
+      this.#options.onToolsChanged?.(spec.name);
     });
     client.setNotificationHandler("notifications/resources/list_changed", () => session.skills?.forget());
     return session;
@@ -498,10 +539,10 @@ async function endSession(session: Session): Promise<void> {
 }
 
 /**
- * Sends tools/call. `Client.callTool` adds output-schema validation and header mirroring (modern era),
- * and on every call probes the era codec with a value that fails, building a zod error: about 80 µs of
- * CPU. A tool of a legacy-era session known to have no outputSchema needs none of that, so it goes through
- * `request` with the spec's CallToolResult schema, which validates the same shape.
+ * Sends tools/call. `Client.callTool` adds header mirroring (modern era) and on every call probes the era
+ * codec with a value that fails, building a zod error: about 80 µs of CPU. A legacy-era session needs none
+ * of that, so its calls go through `request` with the spec's CallToolResult schema, which validates the
+ * same shape. Neither path checks the outputSchema: `checkToolResult` does, off the event loop.
  */
 function send(
   session: Session,
@@ -510,7 +551,7 @@ function send(
   options: { timeout: number; signal?: AbortSignal },
 ): Promise<CallToolResult> {
   const params = { name: tool, arguments: args };
-  if (session.plainTools?.has(tool) && session.client.getProtocolEra() === "legacy") {
+  if (session.client.getProtocolEra() === "legacy") {
     return session.client.request({ method: "tools/call", params }, specTypeSchemas.CallToolResult, options);
   }
   return session.client.callTool(params, options) as Promise<CallToolResult>;

@@ -1,8 +1,9 @@
 /**
  * A stdio server's side output (stderr, and stray non-protocol lines on stdout) logged at debug level
  * under a rate limit, so a server printing megabytes can fill neither memory nor our own stderr; the last
- * few stderr lines are kept, with the server's secrets redacted, for error messages ("failed to start: ...;
- * its stderr ends with: ..."), which reach sandbox code.
+ * few stderr lines are kept for error messages ("failed to start: ...; its stderr ends with: ..."), which
+ * reach sandbox code. Every line is redacted of the server's secrets before it is kept or logged: debug
+ * logs are what users attach to bug reports, and log lines also reach the MCP client of the run.
  * @module
  */
 import { log } from "../observe/log.ts";
@@ -22,7 +23,7 @@ export class UpstreamOutputLog {
   #inWindow = 0;
   #suppressed = 0;
 
-  /** `secrets` are redacted from the kept tail (before clipping, so no half secret survives). */
+  /** `secrets` are redacted from every line (before clipping, so no half secret survives). */
   constructor(server: string, secrets: readonly string[] = []) {
     this.#server = server;
     this.#secrets = secrets;
@@ -31,14 +32,15 @@ export class UpstreamOutputLog {
   /** One line the server wrote to stderr. */
   stderr(line: string): void {
     if (!line.trim()) return;
-    this.#tail.push(clip(redact(line, this.#secrets), 300));
+    const redacted = redact(line, this.#secrets);
+    this.#tail.push(clip(redacted, 300));
     if (this.#tail.length > TAIL_LINES) this.#tail.shift();
-    this.#write("upstream stderr", line);
+    this.#write("upstream stderr", redacted);
   }
 
   /** One line on stdout that was not an MCP message. */
   noise(line: string): void {
-    this.#write("upstream stdout noise", line);
+    this.#write("upstream stdout noise", redact(line, this.#secrets));
   }
 
   /** Reports how many lines the rate limit dropped since the last report. */

@@ -9,9 +9,11 @@ import type { ServerAuth } from "../auth/server_auth.ts";
 import { type CallOptions, type ServerStatus, UpstreamConnection } from "./connection.ts";
 import { UnknownServerError, UpstreamClosedError } from "./errors.ts";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./stdio_transport.ts";
+import type { ToolCaps, ToolProblem } from "./tool_caps.ts";
 import { withoutUndefined } from "../without_undefined.ts";
 
 export type { CallOptions, ServerState, ServerStatus } from "./connection.ts";
+export type { ToolProblem } from "./tool_caps.ts";
 export * from "./errors.ts";
 
 /** Pool-wide limits; a server's own `timeoutMs` overrides `callTimeoutMs`. */
@@ -24,6 +26,10 @@ export interface UpstreamPoolOptions {
   maxMessageBytes?: number;
   /** The OAuth state of a remote server codemode logs in to (see `OAuthClients.forServer`). */
   auth?: (spec: ServerSpec) => ServerAuth | undefined;
+  /** The caps on each server's tools (default TOOL_CAPS, tool_caps.ts). */
+  toolCaps?: ToolCaps;
+  /** Called when a server says its tool list changed (the catalog re-lists it). */
+  onToolsChanged?: (server: string) => void;
 }
 
 /** The limits used when the caller gives none. */
@@ -31,24 +37,40 @@ export const defaults = {
   callTimeoutMs: 60_000,
   startTimeoutMs: 30_000,
   maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
-} satisfies Required<Omit<UpstreamPoolOptions, "auth">>;
+} satisfies Required<Omit<UpstreamPoolOptions, "auth" | "toolCaps" | "onToolsChanged">>;
 
 /** Client connections to every configured upstream MCP server, started on first use and kept warm. */
 export class UpstreamPool {
   #connections = new Map<string, UpstreamConnection>();
   #closed = false;
+  #limits: typeof defaults;
+  #auth: UpstreamPoolOptions["auth"];
 
   constructor(specs: ServerSpec[], options: UpstreamPoolOptions = {}) {
     const { auth, ...rest } = options;
-    const limits = { ...defaults, ...withoutUndefined(rest) };
-    for (const spec of specs) {
-      if (this.#connections.has(spec.name)) {
-        throw new TypeError(
-          `Duplicate MCP server name "${spec.name}": discovery must resolve it to one spec`,
-        );
-      }
-      this.#connections.set(spec.name, new UpstreamConnection(spec, limits, auth?.(spec)));
+    this.#limits = { ...defaults, ...withoutUndefined(rest) };
+    this.#auth = auth;
+    for (const spec of specs) this.add(spec);
+  }
+
+  /** Adds a server (a configured one, or one added from a registry while serving); not started yet. */
+  add(spec: ServerSpec): void {
+    if (this.#closed) {
+      throw new UpstreamClosedError(`The upstream pool is closed; "${spec.name}" was not added`, spec.name);
     }
+    if (this.#connections.has(spec.name)) {
+      throw new TypeError(`Duplicate MCP server name "${spec.name}": discovery must resolve it to one spec`);
+    }
+    this.#connections.set(spec.name, new UpstreamConnection(spec, this.#limits, this.#auth?.(spec)));
+  }
+
+  /** Stops a server (stdio: its whole process tree) and forgets it; false when there was none. */
+  async remove(name: string): Promise<boolean> {
+    const connection = this.#connections.get(name);
+    if (!connection) return false;
+    this.#connections.delete(name);
+    await connection.close();
+    return true;
   }
 
   /** The configured server names, in configuration order. */
@@ -74,6 +96,11 @@ export class UpstreamPool {
   /** The server's tools (all pages), starting it if needed; cached until it restarts or reports a change. */
   async listTools(name: string): Promise<Tool[]> {
     return await this.#use(name).listTools();
+  }
+
+  /** The server's tools that pass the caps, and the problems of those left out (or kept with a caveat). */
+  async listing(name: string): Promise<{ tools: Tool[]; problems: ToolProblem[] }> {
+    return await this.#use(name).listing();
   }
 
   /** The skills the server publishes through the skills extension (starting it if needed). */

@@ -14,6 +14,8 @@ import { MESSAGE_TOO_LARGE } from "./errors.ts";
 
 /** Default cap on one message from the server, in bytes. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** Time spent handling a server's messages before yielding to the event loop, in milliseconds. */
+const SLICE_MS = 5;
 /** Longest stderr or noise line handed to the callbacks; the rest of a longer line is dropped. */
 export const MAX_LINE_CHARS = 4096;
 
@@ -75,6 +77,9 @@ export class UpstreamStdioTransport implements Transport {
   #closed = false;
   #chunks: Buffer[] = [];
   #pending = 0;
+  /** Stdout not handled yet, and whether a slice of it is waiting for its turn. */
+  #backlog: Buffer[] = [];
+  #draining = false;
   /** Set while skipping the rest of an oversized line: its first and latest bytes, for the request id. */
   #oversized?: { head: string; tail: string; bytes: number };
   #stderrPartial = "";
@@ -183,7 +188,10 @@ export class UpstreamStdioTransport implements Transport {
 
   #finish(): void {
     if (this.#closed) return;
+    // What the server said before it went is still its answer.
+    this.#drain(Infinity);
     this.#closed = true;
+    this.#backlog = [];
     this.#chunks = [];
     this.#child?.stdout?.destroy();
     this.#child?.stderr?.destroy();
@@ -191,6 +199,37 @@ export class UpstreamStdioTransport implements Transport {
   }
 
   #onStdout(chunk: Buffer): void {
+    this.#backlog.push(chunk);
+    if (!this.#draining) this.#drain();
+  }
+
+  /**
+   * Handles the backlog's messages for about SLICE_MS, then pauses the pipe and yields to the event loop:
+   * a server that sends thousands of messages at once (notifications, say) gets them handled in slices
+   * instead of holding up every other session.
+   */
+  #drain(budgetMs = SLICE_MS): void {
+    const started = performance.now();
+    while (this.#backlog.length) {
+      const chunk = this.#backlog[0];
+      const used = this.#consume(chunk, started, budgetMs);
+      if (used < chunk.length) {
+        this.#backlog[0] = chunk.subarray(used);
+        this.#draining = true;
+        this.#child?.stdout?.pause();
+        setImmediate(() => {
+          this.#draining = false;
+          this.#drain();
+        });
+        return;
+      }
+      this.#backlog.shift();
+    }
+    this.#child?.stdout?.resume();
+  }
+
+  /** Handles the lines of `chunk` until `budgetMs` since `started` are spent; returns the bytes used. */
+  #consume(chunk: Buffer, started: number, budgetMs: number): number {
     let start = 0;
     while (start < chunk.length) {
       const newline = chunk.indexOf(10, start);
@@ -212,14 +251,16 @@ export class UpstreamStdioTransport implements Transport {
         this.#chunks.push(piece);
         this.#pending += piece.length;
       }
-      if (newline === -1) return;
+      if (newline === -1) return chunk.length;
       start = newline + 1;
       if (this.#oversized) this.#dropOversized(this.#oversized);
       else this.#line(Buffer.concat(this.#chunks, this.#pending).toString("utf8"));
       this.#oversized = undefined;
       this.#chunks = [];
       this.#pending = 0;
+      if (performance.now() - started > budgetMs) return start;
     }
+    return start;
   }
 
   #line(line: string): void {

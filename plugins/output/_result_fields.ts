@@ -24,6 +24,7 @@ export function resultFields(result: RunResult): Record<string, unknown> {
   }
   if (result.artifacts?.length) fields.artifacts = result.artifacts;
   if (result.plannedCalls?.length) fields.planned_calls = result.plannedCalls;
+  if (result.check?.length) fields.check = result.check;
   fields.duration = Math.round(result.duration * 1000) / 1000;
   return fields;
 }

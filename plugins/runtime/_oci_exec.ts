@@ -8,6 +8,17 @@ import { spawn } from "node:child_process";
 import process from "node:process";
 import type { ManagedSandbox, Problem } from "../../core/contracts/runtime.ts";
 
+/** The engines the OCI base knows how to drive. */
+export type OciEngine = "podman" | "docker" | "nerdctl";
+
+/** An error that carries the problem doctor and `detect()` report, with its fix. */
+export class ProblemError extends Error {
+  constructor(readonly problem: Problem) {
+    super(problem.fix ? `${problem.message}: ${problem.fix}` : problem.message);
+    this.name = "ProblemError";
+  }
+}
+
 /** What one engine CLI call returned. `code` is -1 when the CLI could not be started at all. */
 export interface ExecResult {
   code: number;
@@ -131,6 +142,15 @@ export function firstErrorLine(stderr: string): string {
 
 /** Turns an engine failure into a problem with a fix, for the failures seen on real machines. */
 export function diagnose(engine: string, stderr: string, spawnError?: string): Problem {
+  const timedOut = /\nTimed out after (\d+) ms$/.exec(stderr);
+  if (timedOut) {
+    return {
+      message: `${engine} did not answer within ${Number(timedOut[1]) / 1000} s`,
+      fix: "The machine or the engine is busy (another command may hold its lock); codemode asks again " +
+        "at the next run",
+      transient: true,
+    };
+  }
   if (spawnError === "ENOENT") {
     return {
       message: `${engine} is not installed`,
@@ -185,4 +205,42 @@ export function diagnose(engine: string, stderr: string, spawnError?: string): P
 export function engineChoiceEnv(source: Record<string, string | undefined> = process.env): string {
   return ENGINE_CHOICE_KEYS.filter((key) => source[key] !== undefined).map((key) => `${key}=${source[key]}`)
     .join("\n");
+}
+
+/** One entry of docker's table of OCI runtimes, as `docker info` shows it. */
+export interface DockerRuntimeEntry {
+  path?: string;
+  runtimeArgs?: string[];
+}
+
+/** Facts about the engine on this machine, read once from `info`. */
+export interface EngineFacts {
+  installed: boolean;
+  version?: string;
+  rootless?: boolean;
+  /** Whether memory and pids limits are applied (not on rootless cgroup v1 hosts). */
+  cgroupLimits: boolean;
+  /** docker's table of OCI runtimes (name -> path and flags). */
+  runtimes?: Record<string, DockerRuntimeEntry>;
+  problem?: Problem;
+}
+
+/** Reads the version, rootless mode and cgroup version from an engine's `info` JSON. */
+export function parseEngineInfo(engine: OciEngine, json: string): Omit<EngineFacts, "installed"> {
+  const info = JSON.parse(json);
+  if (engine === "podman") {
+    const rootless = Boolean(info.host?.security?.rootless);
+    return {
+      version: info.version?.Version,
+      rootless,
+      cgroupLimits: !(rootless && info.host?.cgroupVersion === "v1"),
+    };
+  }
+  const rootless = (info.SecurityOptions ?? []).some((option: string) => option.includes("rootless"));
+  return {
+    version: info.ServerVersion,
+    rootless,
+    cgroupLimits: !(rootless && String(info.CgroupVersion) === "1"),
+    ...(info.Runtimes && typeof info.Runtimes === "object" ? { runtimes: info.Runtimes } : {}),
+  };
 }

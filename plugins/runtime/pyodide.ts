@@ -326,6 +326,7 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
 
   return {
     name: "pyodide",
+    isolation: "wasm",
     // No host folder is ever readable from the Deno process: mounted files are copied in over the channel.
     mountMode: "copy",
     detect,

@@ -15,13 +15,15 @@ _FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 class Outcome:
     """What running a cell produced: status "ok" with an optional value repr, or "error" with text."""
 
-    __slots__ = ("status", "value", "error", "exception")
+    __slots__ = ("status", "value", "error", "exception", "check")
 
-    def __init__(self, status, value=None, error=None, exception=None):
+    def __init__(self, status, value=None, error=None, exception=None, check=None):
         self.status = status
         self.value = value
         self.error = error
         self.exception = exception
+        self.check = check
+        """The pre-run check's findings when it stopped the cell (or the cell did not compile)."""
 
     def __repr__(self):
         return f"Outcome({self.status!r}, value={self.value!r}, error={self.error!r})"
@@ -35,10 +37,18 @@ class Executor:
         self.sources = SourceMap(FILENAME)
         self.display_value = display_value
         """Shows a final value that has a rich form (returns True), instead of returning its repr."""
+        self.prepare = None
+        """What runs between parsing a cell and compiling it (mcp/_precheck.py: the pre-run check and the
+        plan rewrite): `cell(source, tree)` returns the tree to compile, or an Outcome that stops the cell
+        before anything runs; `syntax_error(source, error)` returns the findings of a cell that does not
+        compile."""
 
     def compile(self, source):
         """Splits a cell into code objects: [(code, is_final_expression)]; raises SyntaxError."""
         tree = compile(source, FILENAME, "exec", _FLAGS | ast.PyCF_ONLY_AST, dont_inherit=True)
+        return self._compile_tree(tree, source)
+
+    def _compile_tree(self, tree, source):
         parts = []
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             head = ast.Module(body=tree.body[:-1], type_ignores=[])
@@ -108,9 +118,18 @@ class Executor:
 
     def _compile_or_outcome(self, source):
         try:
-            return self.compile(source)
+            tree = compile(source, FILENAME, "exec", _FLAGS | ast.PyCF_ONLY_AST, dont_inherit=True)
+            if self.prepare is not None:
+                tree = self.prepare.cell(source, tree)
+                if isinstance(tree, Outcome):
+                    return tree
+            return self._compile_tree(tree, source)
         except SyntaxError as exc:
             text = "".join(traceback.format_exception_only(type(exc), exc))
-            return Outcome("error", error=text, exception=exc)
+            return Outcome("error", error=text, exception=exc, check=self._syntax_findings(source, exc))
         except (ValueError, OverflowError) as exc:  # e.g. null bytes on Python 3.11
-            return Outcome("error", error=f"SyntaxError: {exc}\n", exception=exc)
+            return Outcome("error", error=f"SyntaxError: {exc}\n", exception=exc,
+                           check=self._syntax_findings(source, exc))
+
+    def _syntax_findings(self, source, exc):
+        return self.prepare.syntax_error(source, exc) if self.prepare is not None else None

@@ -108,19 +108,22 @@ class Kernel:
             frame["error"] = _clip(outcome.error)
         if outcome.value is not None:
             frame["value"] = _clip(outcome.value)
+        if outcome.check:
+            frame["check"] = outcome.check
         if dropped and any(dropped.values()):
             frame["dropped"] = dropped
         return frame
 
     def _install_api(self):
         import mcp
-        from mcp import _proxy, _skills, servers
+        from mcp import _plan, _precheck, _proxy, _skills, servers
 
         proxies = _proxy.build(self.config["servers"])
         servers.register(self.config["servers"], proxies)
         self.namespace.setdefault("__builtins__", builtins)
         self.namespace.setdefault("asyncio", asyncio)  # as the bridge's prompts assume
         builtins.display = self.display.display  # as in IPython
+        setattr(builtins, _plan.PASSES, _plan.passes)  # what a rewritten `async with runtime.plan()` loops over
         names = [server["name"] for server in self.config["servers"]]
         # The globals user code gets; skills imported later get the same ones.
         self.api = {"mcp_servers": {name: proxies[name] for name in names}, "ToolError": mcp.ToolError}
@@ -131,12 +134,14 @@ class Kernel:
         self.namespace.setdefault("mcp", mcp)
         self.namespace["LOADED_MCP_SERVERS"] = tuple(names)
         _skills.install()
+        self.executor.prepare = _precheck.Gate()
 
 
 def normalise_config(config):
     """Fills defaults and checks the shape of the bootstrap config."""
     config = dict(config or {})
     config["max_output"] = int(config.get("max_output") or DEFAULT_MAX_OUTPUT)
+    config["precheck"] = "off" if config.get("precheck") == "off" else "on"
     max_display = config.get("max_display")
     config["max_display"] = DEFAULT_MAX_DISPLAY if max_display is None else max(int(max_display), 0)
     servers = []

@@ -91,6 +91,10 @@ class RpcClient:
         """How many calls are waiting for an answer."""
         return len(self._pending)
 
+    def can_block(self):
+        """Whether call_sync can wait for an answer here (a transport without threads may not)."""
+        return self._block is not refuse_blocking
+
 
 def _send_call(send, frame):
     try:

@@ -5,7 +5,7 @@ import re
 from codemode_runtime import context
 from codemode_runtime.rpc import ToolError, mcp_error
 
-from . import _dry_run, _schema
+from . import _dry_run, _plan
 
 _registry = {}  # server name -> ServerProxy
 
@@ -43,7 +43,10 @@ async def call_tool(server, tool, arguments=None, raw=False):
     """Awaits one tool call on the host; a tool error raises ToolError naming the server and tool."""
     params = {"server": server_name(server), "tool": tool, "arguments": dict(arguments or {})}
     params["raw"] = bool(raw)
-    if _dry_run.active():
+    plan = _plan.current()
+    if plan is not None:
+        params["plan"] = plan[0]
+    if _dry_run.active() or (plan is not None and plan[1]):
         params["dry_run"] = True
     try:
         return await context.current().rpc.call("call_tool", params)
@@ -76,6 +79,16 @@ def normalise_tools(value):
     return tools
 
 
+def aliases(tools):
+    """{alias or name: name}, resolved as the host resolves them: a tool's own name always wins, and of
+    tools whose names share an alias ("get-file", "get.file") the first listed owns it."""
+    by_alias = {}
+    for tool in tools:
+        by_alias.setdefault(tool["alias"], tool["name"])
+    by_alias.update({tool["name"]: tool["name"] for tool in tools})
+    return by_alias
+
+
 class _State:
     def __init__(self, name, alias):
         self.name = name
@@ -92,8 +105,7 @@ class _State:
 
     def remember(self, value):
         self.tools = normalise_tools(value)
-        self.by_alias = {tool["alias"]: tool["name"] for tool in self.tools}
-        self.by_alias.update({tool["name"]: tool["name"] for tool in self.tools})
+        self.by_alias = aliases(self.tools)
 
 
 class ServerProxy:
@@ -115,7 +127,7 @@ class ServerProxy:
         return proxy
 
     def __dir__(self):
-        return sorted(tool["alias"] for tool in self._tools_sync())
+        return sorted({tool["alias"] for tool in self._tools_sync()})
 
     def __repr__(self):
         state = self.__state
@@ -164,7 +176,7 @@ class ServerProxy:
         return await call_tool(self.__state.name, name, arguments, raw)
 
     def _docs(self, alias):
-        """(help text, signature) for a tool, fetched once with query_tool_docs(detail="full")."""
+        """(help text, signature) for a tool: its stub from the host (core/catalog/stubs.ts), fetched once."""
         import inspect
 
         state = self.__state
@@ -172,20 +184,38 @@ class ServerProxy:
             usage = f"Usage: await mcp_{state.alias}.{alias}(...); raw=True returns the whole MCP result."
             try:
                 name = self._tool_name_sync(alias)
-                answer = context.current().rpc.call_sync(
-                    "query_tool_docs", {"server": state.name, "tool": name, "detail": "full"}
-                )
-                doc = _pick(answer, name)
-                keys = ("inputSchema", "input_schema", "parameters", "schema")
-                schema = next((doc[k] for k in keys if k in doc), {})
-                description = str(doc.get("description") or "")
-                text = _schema.describe(description, schema) + "\n\n" + usage
-                state.docs[alias] = (text, _schema.signature(schema))
+                stub = context.current().rpc.call_sync("stubs", {"server": state.name, "tool": name})
+                state.docs[alias] = (f"{stub['text']}\n\n{usage}", _signature(stub["signature"]))
             except Exception as error:  # help() must not blow up on a missing tool or a dead server
                 text = f"No documentation for tool {alias!r} on server {state.name!r}: {error}\n\n{usage}"
                 anything = inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD)
                 return text, inspect.Signature([anything])
         return state.docs[alias]
+
+
+class _Text:
+    """A type or default as the stub writes it: help() shows it as it is (`list[str]`, `...`)."""
+
+    def __init__(self, text):
+        self.text = str(text)
+
+    def __repr__(self):
+        return self.text
+
+
+def _signature(signature):
+    """An inspect.Signature from a stub's signature: keyword-only parameters, **arguments when open."""
+    import inspect
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [
+        inspect.Parameter(p["name"], keyword, annotation=_Text(p["type"]),
+                          default=inspect.Parameter.empty if p.get("required") else _Text(p.get("default", "...")))
+        for p in signature.get("params") or []
+    ]
+    if signature.get("extra"):
+        parameters.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD, annotation=_Text("Any")))
+    return inspect.Signature(parameters, return_annotation=_Text(signature.get("returns") or "Any"))
 
 
 class ToolProxy:

@@ -1,10 +1,14 @@
 """What a skill's code offers and calls, read with Python's `ast` (never run): its public functions, and
 every MCP tool call with literal names (`mcp_<alias>.<tool>(...)`, `mcp_servers["name"].<tool>(...)`,
 `call_tool("server", "tool", {...})`, and tools imported from `mcp.servers.<alias>`), with their keyword
-arguments, for the host's drift check (core/skills/check.ts)."""
+arguments, for the host's drift check (core/skills/check.ts). The calls are found by _calls.py, which
+the pre-run check shares."""
 import ast
 
-MAX_CALLS = 10_000
+from . import _calls
+
+MAX_CALLS = _calls.MAX_CALLS
+_DRIFT_FIELDS = ("line", "server", "tool", "via", "keywords", "dynamic", "positional")
 
 
 def analyse(source, filename="<skill>"):
@@ -15,9 +19,9 @@ def analyse(source, filename="<skill>"):
         line = getattr(error, "lineno", None) or 0
         return {"functions": [], "calls": [],
                 "error": {"line": line, "message": f"{type(error).__name__}: {getattr(error, 'msg', error)}"}}
-    finder = _Calls()
-    finder.visit(tree)
-    return {"functions": public_functions(tree), "calls": finder.calls[:MAX_CALLS], "error": None}
+    calls = [{key: call[key] for key in _DRIFT_FIELDS if key in call}
+             for call in _calls.find(tree).calls[:MAX_CALLS] if call["via"] != "skill"]
+    return {"functions": public_functions(tree), "calls": calls, "error": None}
 
 
 def public_functions(tree):
@@ -39,85 +43,6 @@ def public_functions(tree):
                          **{"async": isinstance(node, ast.AsyncFunctionDef)})
         entries.append(entry)
     return entries
-
-
-class _Calls(ast.NodeVisitor):
-    def __init__(self):
-        self.calls = []
-        self.imported = {}  # local name -> (server alias, tool)
-
-    def visit_ImportFrom(self, node):
-        module = node.module or ""
-        if node.level == 0 and module.startswith("mcp.servers.") and module.count(".") == 2:
-            alias = module.split(".")[2]
-            for name in node.names:
-                if name.name != "*":
-                    self.imported[name.asname or name.name] = (alias, name.name)
-        self.generic_visit(node)
-
-    def visit_Call(self, node):
-        if len(self.calls) < MAX_CALLS:
-            self._record(node)
-        self.generic_visit(node)
-
-    def _record(self, node):
-        func = node.func
-        if isinstance(func, ast.Attribute):
-            target, attribute = func.value, func.attr
-            if attribute.startswith("_"):
-                return
-            if isinstance(target, ast.Name) and target.id.startswith("mcp_") and target.id != "mcp_servers":
-                self._proxy(node, target.id[4:], attribute, "proxy")
-            elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                    and target.value.id == "mcp_servers":
-                server = _literal_str(target.slice)
-                if server is not None:
-                    self._proxy(node, server, attribute, "servers")
-            elif attribute == "call_tool":
-                self._call_tool(node)
-        elif isinstance(func, ast.Name):
-            if func.id == "call_tool":
-                self._call_tool(node)
-            elif func.id in self.imported:
-                server, tool = self.imported[func.id]
-                self._proxy(node, server, tool, "import")
-
-    def _proxy(self, node, server, tool, via):
-        keywords = [k.arg for k in node.keywords if k.arg is not None]
-        dynamic = any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args)
-        self._add(node, server, tool, via, keywords, dynamic, positional=len(node.args))
-
-    def _call_tool(self, node):
-        named = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        given = list(node.args) + [None] * 3
-        server = _literal_str(given[0] if given[0] is not None else named.get("server"))
-        tool = _literal_str(given[1] if given[1] is not None else named.get("tool"))
-        if server is None or tool is None:
-            return
-        arguments = given[2] if given[2] is not None else named.get("arguments")
-        keywords, dynamic = _argument_names(arguments)
-        self._add(node, server, tool, "call_tool", keywords, dynamic)
-
-    def _add(self, node, server, tool, via, keywords, dynamic, positional=0):
-        call = {"line": node.lineno, "server": server, "tool": tool, "via": via, "keywords": keywords}
-        if dynamic:
-            call["dynamic"] = True
-        if positional:
-            call["positional"] = positional
-        self.calls.append(call)
-
-
-def _argument_names(node):
-    """The keys of a literal arguments dict (or dict(...) call); dynamic when they can't be read."""
-    if node is None or (isinstance(node, ast.Constant) and node.value is None):
-        return [], False
-    if isinstance(node, ast.Dict):
-        keys = [_literal_str(key) if key is not None else None for key in node.keys]
-        return [k for k in keys if k is not None], any(k is None for k in keys)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
-        names = [k.arg for k in node.keywords if k.arg is not None]
-        return names, len(names) != len(node.keywords)
-    return [], True
 
 
 def _literal_str(node):

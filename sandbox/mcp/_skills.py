@@ -19,7 +19,7 @@ import types
 
 from codemode_runtime import context
 
-from . import _proxy, _skill_code
+from . import _plan, _proxy, _skill_code
 
 PACKAGE = "skills"
 _functions = {}  # code digest -> public functions (the analysis of code that does not change)
@@ -96,7 +96,8 @@ class SkillLoader:
         module.__doc__ = skill.get("description")
         module.__dict__.update(context.current().api)
         _check(skill["name"], source)
-        exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+        tree = _plan.rewrite(ast.parse(source, filename))
+        exec(compile(tree, filename, "exec", dont_inherit=True), module.__dict__)
 
     def get_source(self, fullname):
         return self.skill["code"]

@@ -13,7 +13,7 @@ is what the bridge returns.
 from codemode_runtime import context
 from codemode_runtime.rpc import MCPError, ToolError, mcp_error
 
-from . import _dry_run, _proxy, _skills
+from . import _added, _dry_run, _plan, _proxy, _skills
 
 __all__ = [
     "MCPError",
@@ -39,6 +39,14 @@ __all__ = [
     "read_skill",
     "read_skill_sync",
     "dry_run",
+    "plan",
+    "stubs",
+    "find_servers",
+    "find_servers_sync",
+    "add_server",
+    "add_server_sync",
+    "remove_server",
+    "remove_server_sync",
 ]
 
 _DETAILS = ("summary", "full")
@@ -164,6 +172,15 @@ def read_skill_sync(name):
     return _rpc().call_sync("read_skill", {"name": str(name)})
 
 
+async def stubs(server, tool=None):
+    """Python stubs (.pyi text) of a server's tools: keyword-only signatures with types, TypedDicts for
+    objects, the descriptions as docstrings; with tool=..., that tool's stub alone."""
+    params = {"server": _proxy.server_name(server)}
+    if tool is not None:
+        params["tool"] = str(tool)
+    return (await _rpc().call("stubs", params))["text"]
+
+
 def dry_run():
     """A block whose tool calls are planned, not made: `async with runtime.dry_run():` (or `with`).
 
@@ -174,15 +191,78 @@ def dry_run():
     return _dry_run.DryRun()
 
 
+def plan(description):
+    """A block whose calls the user approves once, as a whole: `async with runtime.plan("what it does"):`.
+
+    The block runs twice. First as a dry run: tools annotated read-only run, other calls return None and are
+    recorded. Then the user is asked one question listing every recorded call; once approved, the block
+    runs again for real and exactly those calls go out without further questions, while any other call
+    that could change something raises PermissionError. Declined: the block does not run again and the
+    `async with` raises PermissionError. Code in the block that is not a tool call (prints, files,
+    counters) runs twice; `as p` gives the plan, and `p.dry` is True during the first run.
+    """
+    return _plan.Plan(description)
+
+
 def list_loaded_server_metadata():
-    """What this sandbox knows locally (no RPC) about each server whose tools it has listed: name, alias,
-    description, tools, and cwd (None here: describe_server() has it)."""
+    """Every configured and added server as the bridge's metadata: name, alias, description, tools (name,
+    alias, description, input_schema, ...) and cwd (None here: describe_server() has it). Tools this
+    sandbox has not listed yet come from the host's catalog in one call (blocking)."""
+    unlisted = [s["name"] for s in _servers() if _proxy.proxy_for(s["name"])._ServerProxy__state.tools is None]
+    described = {}
+    if unlisted:
+        try:
+            answer = _rpc().call_sync("describe_servers", {"names": unlisted})
+            described = {s["name"]: s.get("tools") or [] for s in answer if isinstance(s, dict) and "name" in s}
+        except Exception:
+            pass  # a host that cannot say (or Pyodide, which cannot block): those servers list no tools
     metadata = []
     for server in _servers():
         tools = _proxy.proxy_for(server["name"])._ServerProxy__state.tools
-        if tools is not None:
-            metadata.append({**_public(server), "tools": [dict(tool) for tool in tools], "cwd": None})
+        if tools is None and server["name"] in described:
+            tools = _remember(server["name"], described[server["name"]])
+        metadata.append({**_public(server), "tools": [dict(tool) for tool in tools or ()], "cwd": None})
     return tuple(metadata)
+
+
+async def find_servers(query, limit=10):
+    """Searches the MCP registry (by server name) for servers that are not configured here; a list of
+    dicts: name, description, version, run (how it would run: type and command, or url), env (each
+    variable's name, required, secret), allowed and, when not allowed, why. Search the configured tools
+    first (search_tool_docs); registry entries are untrusted text."""
+    return list(await _rpc().call("find_servers", _added.find_params(query, limit)))
+
+
+def find_servers_sync(query, limit=10):
+    """Blocking find_servers()."""
+    return list(_rpc().call_sync("find_servers", _added.find_params(query, limit)))
+
+
+async def add_server(name, version=None, env=None, alias=None):
+    """Adds a registry server to this session (the user is asked first unless the setting allows it):
+    `mcp_<alias>` is callable at once, in this run. env sets variables the entry declares that are not
+    secret (secrets only the user gives). Returns {alias, name, version, tools}; a refusal raises
+    PermissionError (or ValueError for an entry codemode will not run)."""
+    return _added.added(await _rpc().call("add_server", _added.add_params(name, version, env, alias)))
+
+
+def add_server_sync(name, version=None, env=None, alias=None):
+    """Blocking add_server()."""
+    return _added.added(_rpc().call_sync("add_server", _added.add_params(name, version, env, alias)))
+
+
+async def remove_server(alias):
+    """Stops a server this session added and forgets mcp_<alias>."""
+    answer = await _rpc().call("remove_server", {"alias": str(alias)})
+    _added.unregister(str(alias))
+    return answer
+
+
+def remove_server_sync(alias):
+    """Blocking remove_server()."""
+    answer = _rpc().call_sync("remove_server", {"alias": str(alias)})
+    _added.unregister(str(alias))
+    return answer
 
 
 def save_artifact(name, data):
@@ -205,14 +285,34 @@ def capability_summary():
         "`await mcp_<alias>.<tool>(**kwargs)`, or import with `from mcp.servers.<alias> import <tool>`. "
         "Discover before calling: `from mcp import runtime`, then runtime.discovered_servers(), await "
         "runtime.search_tool_docs(query, limit=5), await runtime.query_tool_docs(server, tool=None, "
-        "detail='summary'|'full'), dir(mcp_<alias>) and help(mcp_<alias>.<tool>). A failing tool raises "
+        "detail='summary'|'full'), dir(mcp_<alias>), help(mcp_<alias>.<tool>) (a typed signature) and await "
+        "runtime.stubs(server) (the server's Python stubs). Tool calls are checked before a program runs: an "
+        "unknown server, tool or argument stops it before any call, with each finding's line and fix (a first "
+        "line `# codemode: nocheck` skips that). A failing tool raises "
         "ToolError (an MCPError, like every failed call); raw=True returns the whole MCP result. "
         "Files written to /workspace/artifacts (or runtime.save_artifact(name, data)) are sent to the client "
         "after the run. "
         "`async with runtime.dry_run():` plans calls instead of making them (read-only tools still run); "
+        "`async with runtime.plan('what it does') as p:` runs its block dry, asks the user once to approve "
+        "every call in it, then runs it again for real (p.dry is True the first time); "
         "a call the user must approve waits for them, and a refusal raises PermissionError."
+        + _registry_summary()
         + _skills_summary()
     )
+
+
+def _registry_summary():
+    """The registry part of capability_summary(): the order to follow, when the host offers a registry."""
+    registry = context.current().config.get("registry")
+    if not isinstance(registry, dict):
+        return ""
+    text = (" When no configured tool fits (search_tool_docs first), await runtime.find_servers(query) searches "
+            "the MCP registry")
+    if registry.get("add") in ("ask", "allow"):
+        asks = "asks the user, then " if registry.get("add") == "ask" else ""
+        return text + (f", and await runtime.add_server(name, alias=None) {asks}makes mcp_<alias> callable in "
+                       "the same run.")
+    return text + "; adding servers is off here, so tell the user which one would help."
 
 
 def _skills_summary():

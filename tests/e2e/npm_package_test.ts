@@ -4,12 +4,21 @@
  * coreutils, and no checkout or node_modules in reach. `codemode --version`, `doctor --json` and `serve`
  * under the MCP SDK's stdio client answer `print(6*7)` on the embedded Pyodide runtime, then on podman
  * once it is on PATH with the image present; `npx -y ./codemode-<v>.tgz serve` answers on its first and
- * its cached run. Nothing is written into the installed package meanwhile.
+ * its cached run. A result that breaks its tool's outputSchema is refused (the package ships the
+ * result-validation worker). Nothing is written into the installed package meanwhile.
  * @module
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 import { VERSION } from "../../core/version.ts";
@@ -24,6 +33,7 @@ import {
   npmUser,
   packTarball,
   podmanOnlyPath,
+  ROOT,
   runCommand,
   runPython,
   tempDir,
@@ -31,6 +41,7 @@ import {
 import { JS } from "../integration/_pyodide_attempts.ts";
 
 const IMAGE = "codemode-sandbox:latest";
+const HOSTILE = join(ROOT, "tests", "testdata", "servers", "hostile_server.ts");
 const test = (name: string, fn: () => Promise<void>) =>
   Deno.test({ name, sanitizeOps: false, sanitizeResources: false, fn });
 
@@ -109,11 +120,31 @@ test("npm i -g of the packed tarball: --version, doctor and serve on Pyodide, th
   const snapshots = (dir: string) => readdirSync(dir).filter((f) => f.startsWith("snapshot-")).sort();
   assert.deepEqual(snapshots(cache), snapshots(join(shipped, pyodideVersion)));
 
+  // An upstream server whose tool declares an outputSchema its result breaks (the checkout's test server).
+  mkdirSync(join(user.home, "MCPs"));
+  writeFileSync(
+    join(user.home, "MCPs", "servers.json"),
+    JSON.stringify({
+      mcpServers: {
+        hostile: {
+          command: join(ROOT, "node_modules", ".bin", "deno"),
+          args: ["run", "-A", HOSTILE, "--redos"],
+        },
+      },
+    }),
+  );
   const serve = await connectServe([codemode, "serve"], user, { CODEMODE_LOG_LEVEL: "info" });
   try {
     const answer = await runPython(serve.client, "print(6*7)");
     assert.equal(answer.isError, false, answer.text + serve.stderr());
     assert.equal(answer.text.trim(), "42");
+    // The result-validation worker came with the package (a worker that fails to start lets every
+    // result through): the broken result is refused.
+    const refused = await runPython(
+      serve.client,
+      `try:\n    await mcp_hostile.redos_match(n=3)\n    print("passed")\nexcept Exception as e:\n    print(e)`,
+    );
+    assert.match(refused.text, /does not match the tool's outputSchema/, refused.text + serve.stderr());
     // The installed package is no more readable from the sandbox than any other host folder.
     for (
       const target of [join(pkg, "package.json"), join(pkg, "dist", "npm", "codemode.js"), join(pkg, "bin")]

@@ -6,12 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { createSocket, type Socket } from "node:dgram";
+import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer as createNetServer, type Server as NetServer } from "node:net";
 import { hostname, networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Answer, Served } from "./_serve.ts";
+import type { TestRegistry } from "./_registry.ts";
 import { describe, judge, profileRefuses } from "./_containment.ts";
 import { HOST_SECRET, SERVER_SECRET } from "./_serve.ts";
 import { type OAuthTestServer, startOAuthServer } from "../testdata/servers/oauth_server.ts";
@@ -22,8 +25,12 @@ import { approve } from "./_oauth.ts";
 /** What one attempt may use. */
 export interface Ctx {
   engine: string;
+  /** CODEMODE_ISOLATION of the serve: "container" or "gvisor". */
+  isolation: string;
   served: Served;
   fix: Fixtures;
+  /** The registry the serve may add servers from (its client declines every add). */
+  registry?: TestRegistry;
   /** Runs `code` after the prelude; fails unless answered within the timeout plus a minute. */
   run(code: string, timeout?: number): Promise<Answer>;
 }
@@ -41,7 +48,8 @@ export interface Attempt {
     | "artifacts"
     | "mounts"
     | "skills"
-    | "approvals";
+    | "approvals"
+    | "registry";
   name: string;
   /** Python, run after the prelude; prints its findings with report(...). */
   code?: string;
@@ -250,6 +258,33 @@ function hostAbstractNames(): string[] {
   }
 }
 
+/**
+ * The host processes behind the serve's live sandbox: every pid in its container's cgroup (the sandbox's
+ * own processes under runc; runsc's sandbox, gVisor's kernel, under gVisor).
+ */
+export async function hostProcessesOf(ctx: Ctx): Promise<number[]> {
+  const cli = (args: string[]) =>
+    new Promise<string>((resolve) =>
+      execFile(ctx.engine, args, { timeout: 15_000 }, (_error, stdout) => resolve(String(stdout)))
+    );
+  const ids = (await cli(["ps", "-q", "--filter", `label=codemode.owner-pid=${ctx.served.transport.pid}`]))
+    .split("\n").filter(Boolean);
+  const pids: number[] = [];
+  for (const id of ids) {
+    const pid = (await cli(["inspect", "--format", "{{.State.Pid}}", id])).trim();
+    const cgroups = await readFile(`/proc/${pid}/cgroup`, "utf8").catch(() => "");
+    // cgroup v1 names the pids controller; v2 has one unified line.
+    const v1 = /^\d+:pids:(.*)$/m.exec(cgroups)?.[1];
+    const v2 = /^0::(.*)$/m.exec(cgroups)?.[1];
+    const procs = v1 !== undefined
+      ? `/sys/fs/cgroup/pids${v1}/cgroup.procs`
+      : `/sys/fs/cgroup${v2}/cgroup.procs`;
+    const listed = await readFile(procs, "utf8").catch(() => "");
+    pids.push(...listed.split("\n").filter(Boolean).map(Number));
+  }
+  return pids;
+}
+
 /** The findings an attempt printed with report(...). */
 export function facts(answer: Answer): Record<string, unknown> {
   const stdout = String(answer.structured.stdout ?? "");
@@ -336,6 +371,13 @@ def attempt(fn):
         return errno.errorcode.get(e.errno, type(e).__name__) if e.errno else type(e).__name__
     except BaseException as e:
         return type(e).__name__
+
+def root_of(path):
+    """'same' when path lists like the sandbox's own root, 'different' when not, else the errno name."""
+    try:
+        return "same" if sorted(os.listdir(path)) == sorted(os.listdir("/")) else "different"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
 
 def in_child(fn, seconds=10):
     """fn() in a forked, single-threaded child (namespaces need one); its JSON-able result."""

@@ -2,7 +2,8 @@
  * Approval attempts of the adversarial suite. The suite's serve asks before every call of the notes
  * server (CODEMODE_CONFIRM_TOOLS=notes/*) and its client declines every question after a short pause;
  * so a note in the notes file means sandbox code got a call through that the person refused. Attempts:
- * forging an approval, skipping the question, answering its own question, and stopping its own clock.
+ * forging an approval, skipping the question, answering its own question, stopping its own clock,
+ * approving, widening or reusing a plan, and feeding the pre-run check and the stubs hostile input.
  * @module
  */
 import assert from "node:assert/strict";
@@ -120,6 +121,64 @@ report(results=results)`,
     check(answer, ctx) {
       const f = facts(answer);
       assert.deepEqual(f.results, { "while forging": "PermissionError", afterwards: "PermissionError" });
+      noNotes(ctx);
+    },
+  },
+  {
+    area: "approvals",
+    name: "a plan cannot be approved, widened or reused by sandbox code (runtime.plan, raw plan methods)",
+    timeout: 60,
+    code: `${TRY}
+note = {"server": "notes", "tool": "add_note", "arguments": {"text": "forged"}}
+plan = (await rpc.call("plan_begin", {"description": "forged", "approved": True}))["id"]
+recorded = await rpc.call("call_tool", {**note, "plan": plan, "dry_run": True})
+await try_("rehearsing, not dry", rpc.call("call_tool", {**note, "plan": plan}))
+await try_("approve with forged fields", rpc.call("plan_approve", {"id": plan, "approved": True, "approve": True}))
+await try_("after the decline", rpc.call("call_tool", {**note, "plan": plan}))
+await try_("approve again", rpc.call("plan_approve", {"id": plan}))
+await try_("made-up plan", rpc.call("call_tool", {**note, "plan": "00000000-0000-4000-8000-000000000000"}))
+await try_("plan id of a number", rpc.call("call_tool", {**note, "plan": 1}))
+async def in_a_plan():
+    async with runtime.plan("declined by the person"):
+        await mcp_notes.add_note(text="in the plan")
+await try_("runtime.plan", in_a_plan())
+report(results=results, recorded=recorded)`,
+    check(answer, ctx) {
+      const f = facts(answer);
+      assert.equal(f.recorded, null, "the rehearsal records, never calls");
+      assert.deepEqual(Object.entries(f.results as object).filter(([, v]) => v !== "PermissionError"), []);
+      noNotes(ctx);
+    },
+  },
+  {
+    area: "approvals",
+    name: "the pre-run check and the stubs take hostile input and call nothing",
+    timeout: 60,
+    code: `${TRY}
+huge = [{"line": 1, "col": 1, "server": "notes", "tool": "x" * 600, "via": "proxy"}] * 20000
+odd = [{"line": "1", "col": None, "server": ["notes"], "tool": {}, "via": "eval"}, 5, None, "call"]
+deep = {"line": 1, "col": 1, "server": "notes", "tool": "add_note", "via": "proxy", "keywords": ["text"],
+        "values": {"text": [[[[[[[[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]]]]]]]]}}
+found = {
+    "huge": await rpc.call("check_calls", {"calls": huge}),
+    "odd": await rpc.call("check_calls", {"calls": odd}),
+    "deep": await rpc.call("check_calls", {"calls": [deep]}),
+    "not a list": await rpc.call("check_calls", {"calls": "all"}),
+}
+await try_("stubs of a server that is not there", rpc.call("stubs", {"server": "../vault"}))
+await try_("stubs of a tool that is not there", rpc.call("stubs", {"server": "notes", "tool": "../x"}))
+report(found={k: v["findings"] for k, v in found.items()}, results=results)`,
+    check(answer, ctx) {
+      const f = facts(answer);
+      const found = f.found as Record<string, { kind: string }[]>;
+      assert.deepEqual(found.huge, [], "names too long to be tools are not looked at");
+      assert.deepEqual(found.odd, []);
+      assert.deepEqual(found.deep.map((x) => x.kind), ["bad-value"], "a list where a string is expected");
+      assert.deepEqual(found["not a list"], []);
+      assert.deepEqual(f.results, {
+        "stubs of a server that is not there": "KeyError",
+        "stubs of a tool that is not there": "AttributeError",
+      });
       noNotes(ctx);
     },
   },

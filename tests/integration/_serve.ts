@@ -31,11 +31,14 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/** A `Deno.test` over one shared serve that `session()` starts on first use; ignored when not `usable`. */
-export function serveTest(
+/**
+ * A `Deno.test` over one shared serve (or world around one) that `session()` starts on first use; ignored
+ * when not `usable`.
+ */
+export function serveTest<T = Served>(
   usable: boolean,
-  session: () => Promise<Served>,
-): (name: string, fn: (s: Served) => Promise<void>) => void {
+  session: () => Promise<T>,
+): (name: string, fn: (s: T) => Promise<void>) => void {
   return (name, fn) =>
     Deno.test({
       name,

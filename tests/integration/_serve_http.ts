@@ -21,15 +21,24 @@ export interface HttpServe {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `codemode serve --http --port 0 ...args` in `home`; resolves once it printed its URL. */
+/**
+ * Starts `codemode serve --http --port 0 ...args` in `home` (after `launcher`, a command prefix such as
+ * nsenter's, which must exec it so the pid stays the serve's); resolves once it printed its URL.
+ */
 export function startHttpServe(
   home: string,
   env: Record<string, string> = {},
   args: string[] = [],
+  launcher: string[] = [],
 ): Promise<HttpServe> {
-  const child = spawn(
+  const command = [
+    ...launcher,
     join(ROOT, "node_modules/.bin/deno"),
-    ["run", "-A", "--quiet", join(ROOT, "cli.ts"), "serve", "--http", "--port", "0", ...args],
+    ...["run", "-A", "--quiet", join(ROOT, "cli.ts"), "serve", "--http", "--port", "0", ...args],
+  ];
+  const child = spawn(
+    command[0],
+    command.slice(1),
     {
       cwd: home,
       env: {

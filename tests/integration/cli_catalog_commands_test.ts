@@ -97,7 +97,7 @@ Deno.test("tools --json shows a server's tools with schemas and Python signature
   const tools = JSON.parse(r.stdout);
   const sum = tools.find((t: { tool: string }) => t.tool === "get-sum");
   assert.equal(sum.alias, "get_sum");
-  assert.match(sum.signature, /^get_sum\(a: (float|int), b: (float|int)\)$/);
+  assert.match(sum.signature, /^get_sum\(\*, a: (float|int), b: (float|int)\)$/);
   const unknown = await codemode(dir, "tools", "nope");
   assert.equal(unknown.code, 1);
   assert.match(unknown.stderr, /Unknown server "nope"/);

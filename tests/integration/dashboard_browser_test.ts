@@ -4,7 +4,8 @@
  * shows a stdio `codemode serve` driven by the SDK client, with real podman sandboxes and the npm
  * reference servers: runs with their tool calls, images (PIL, matplotlib) and tables, artifacts
  * downloaded through the page, approvals answered on the page (the client's own question withdrawn),
- * skills. `serve --http` shows itself at `/` behind its token, and its page answers the approvals of a
+ * skills, a server added from a registry (its question answered on the page, its find and add in the run,
+ * the server listed). `serve --http` shows itself at `/` behind its token, and its page answers the approvals of a
  * client that cannot be asked. Also writes the screenshots of docs/dashboard.md (into docs/images when
  * CODEMODE_UPDATE_SCREENSHOTS=1).
  */
@@ -20,6 +21,8 @@ import { fakeHome, serve, type Served } from "./_serve.ts";
 import { connectHttp, type HttpServe, startHttpServe } from "./_serve_http.ts";
 import { HAVE_CHROMIUM, launchBrowser, screenshotPath, startUi, type UiProcess } from "./_browser.ts";
 import { type AskingClient, askingClient, reply } from "./_approvals.ts";
+import { startRegistry, type TestRegistry } from "./_registry.ts";
+import { execFileSync } from "node:child_process";
 
 const runtime = podman();
 const usable = HAVE_CHROMIUM && (await runtime.detect()).available && await runtime.imageExists(TEST_IMAGE);
@@ -39,6 +42,7 @@ interface World {
   /** Console errors and uncaught page errors seen so far, on any page. */
   problems: string[];
   dialogs: string[];
+  registry: TestRegistry;
 }
 
 let world: Promise<World> | undefined;
@@ -46,12 +50,20 @@ const setUp = () =>
   world ??= (async () => {
     const home = fakeHome();
     writeSkill(home);
+    // npx in this HOME finds the registry's packages in npm's own cache.
+    writeFileSync(
+      join(home, ".npmrc"),
+      `cache=${execFileSync("npm", ["config", "get", "cache"]).toString().trim()}\n`,
+    );
+    const registry = await startRegistry();
     const asking = askingClient("codemode-tests", reply.never());
     const served = await serve(
       {
         CODEMODE_RUNTIME: "podman",
         CODEMODE_TIMEOUT: "60",
         CODEMODE_CONFIRM_TOOLS: "memory/delete_entities",
+        CODEMODE_REGISTRY_URL: registry.url,
+        CODEMODE_ADD_SERVERS: "ask",
       },
       home,
       asking.client,
@@ -60,7 +72,7 @@ const setUp = () =>
     const browser = await launchBrowser();
     const page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 820 });
-    const w: World = { home, served, asking, ui, browser, page, problems: [], dialogs: [] };
+    const w: World = { home, served, asking, ui, browser, page, problems: [], dialogs: [], registry };
     page.on("console", (m) => m.type() === "error" && w.problems.push(`console: ${m.text()}`));
     page.on("pageerror", (e) => w.problems.push(`page error: ${e}`));
     page.on("dialog", (d) => {
@@ -340,6 +352,85 @@ print(r)
   assert.deepEqual(w.problems, []);
 });
 
+test("a plan's one question shows its description and calls on the page, and is approved there", async (w) => {
+  const { page } = w;
+  const pending = w.served.run(`# a plan approved on the page
+from mcp import runtime
+async with runtime.plan("file two notes") as p:
+    for name in ("plan-a", "plan-b"):
+        await mcp_memory.create_entities(entities=[{"name": name, "entityType": "note", "observations": []}])
+sorted(e["name"] for e in (await mcp_memory.read_graph())["entities"] if e["name"].startswith("plan-"))`);
+  await page.waitForSelector('.approvals-pending .approval[data-kind="plan"]', { timeout: 20_000 });
+  const question = await page.$eval('.approval[data-kind="plan"]', (el) => el.textContent!);
+  assert.match(question, /plan: “file two notes”/);
+  assert.match(question, /\(2 calls on memory\)/);
+  assert.match(question, /memory\/create_entities: entities=\[\{"name":"plan-a"/);
+  assert.match(question, /memory\/create_entities: entities=\[\{"name":"plan-b"/);
+  assert.equal(
+    await page.$$eval('.approval[data-kind="plan"] button[data-answer="approve"]', (b) => b.length),
+    1,
+  );
+  await page.click('.approval[data-kind="plan"] button[data-answer="approve"]');
+  const answer = await pending;
+  assert.equal(answer.isError, false, answer.text);
+  assert.equal(answer.structured.value, "['plan-a', 'plan-b']");
+  await runRow(page, "# a plan approved on the page", 3);
+  await openRun(page, "# a plan approved on the page");
+  const log = await page.$eval("tr.detail ul.approval-log", (ul) => ul.textContent!);
+  assert.match(log, /plan: “file two notes”\s*approved on the dashboard/);
+  assert.deepEqual(w.problems, []);
+});
+
+test("a server added from the registry: its question answered on the page, its find and add in the run, it is listed", async (w) => {
+  const { page } = w;
+  const pending = w.served.run(
+    `# add from the registry
+from mcp import runtime
+found = [f["name"] for f in await runtime.find_servers("server-memory")]
+info = await runtime.add_server("io.github.modelcontextprotocol/server-memory", alias="added_mem")
+(found, info["alias"], "entities" in await mcp_added_mem.read_graph())`,
+    120,
+  );
+  await page.waitForSelector('.approvals-pending .approval[data-kind="add_server"]', { timeout: 90_000 });
+  const question = await page.$eval('.approval[data-kind="add_server"]', (el) => el.textContent!);
+  assert.match(question, /Add server io\.github\.modelcontextprotocol\/server-memory as mcp_added_mem/);
+  assert.match(question, /It runs: npx -y @modelcontextprotocol\/server-memory@2026\.8\.31/);
+  assert.match(question, /CODEMODE_ADD_SERVERS is "ask"/);
+  assert.deepEqual(
+    await page.$$eval(
+      '.approval[data-kind="add_server"] button[data-answer="approve"]',
+      (b) => b.map((x) => x.dataset.scope),
+    ),
+    ["session", "keep"],
+  );
+  await page.evaluate(() => globalThis.scrollTo(0, 0));
+  await page.screenshot({ path: screenshotPath("dashboard-add-server"), fullPage: true });
+  await page.click('.approval[data-kind="add_server"] button[data-scope="session"]');
+  const answer = await pending;
+  assert.equal(answer.isError, false, answer.text);
+  assert.equal(
+    answer.structured.value,
+    "(['io.github.modelcontextprotocol/server-memory'], 'added_mem', True)",
+  );
+  await runRow(page, "# add from the registry", 1);
+  await openRun(page, "# add from the registry");
+  const log = await page.$eval("tr.detail ul.registry-log", (ul) => ul.textContent!.replace(/\s+/g, " "));
+  assert.match(log, /find_servers\("server-memory"\) on 127\.0\.0\.1:\d+: 1 found/);
+  assert.match(
+    log,
+    /add_server\("io\.github\.modelcontextprotocol\/server-memory"\) added as mcp_added_mem, 9 tools/,
+  );
+  assert.match(
+    await page.$eval("tr.detail ul.approval-log", (ul) => ul.textContent!),
+    /add io\.github\.modelcontextprotocol\/server-memory as mcp_added_mem\s*approved on the dashboard \(for the session\)/,
+  );
+  await page.click('[data-tab="servers"]');
+  await page.waitForSelector('tr.added[data-added="added_mem"]');
+  assert.match(await page.$eval('tr.added[data-added="added_mem"]', (r) => r.textContent!), /npx -y/);
+  await page.click('[data-tab="runs"]');
+  assert.deepEqual(w.problems, []);
+});
+
 test("skills are listed with their functions and SKILL.md, and search finds them", async (w) => {
   const { page } = w;
   await page.click('[data-tab="skills"]');
@@ -458,5 +549,6 @@ Deno.test({
     await w.browser.close();
     await w.ui.stop();
     await w.served.close();
+    await w.registry.close();
   },
 });

@@ -55,7 +55,11 @@ const test = (name: string, fn: () => Promise<void>) =>
   Deno.test({ name, ignore: !usable, sanitizeOps: false, sanitizeResources: false, fn });
 
 test("serve --http: /healthz needs no token and says nothing private; /metrics needs it and counts exactly", async () => {
-  const http = await startHttpServe(fakeHome(), { CODEMODE_RUNTIME: "podman", CODEMODE_HTTP_TOKEN: TOKEN });
+  const http = await startHttpServe(fakeHome(), {
+    CODEMODE_RUNTIME: "podman",
+    CODEMODE_HTTP_TOKEN: TOKEN,
+    CODEMODE_NODE_ID: "metrics-node",
+  });
   const base = http.url.replace(/mcp$/, "");
   const auth = { authorization: `Bearer ${TOKEN}` };
   try {
@@ -63,6 +67,7 @@ test("serve --http: /healthz needs no token and says nothing private; /metrics n
     assert.equal(health.status, 200);
     const body = await health.json();
     assert.deepEqual(Object.keys(body).sort(), [
+      "node",
       "runtime",
       "serversUp",
       "sessions",
@@ -71,6 +76,7 @@ test("serve --http: /healthz needs no token and says nothing private; /metrics n
       "version",
     ]);
     assert.equal(body.status, "ok");
+    assert.equal(body.node, "metrics-node");
     assert.equal(typeof body.uptimeSeconds, "number");
     const refused = await fetch(base + "metrics");
     assert.equal(refused.status, 401);
@@ -85,6 +91,8 @@ test("serve --http: /healthz needs no token and says nothing private; /metrics n
     assert.equal(before.get("codemode_sandboxes")!.type, "GAUGE");
     assert.ok(before.has("process_cpu_user_seconds_total"), "prom-client's default process metrics");
     assert.ok(before.has("process_resident_memory_bytes"));
+    assert.match(beforeText, /^codemode_node_info\{node="metrics-node"\} 1$/m, "the node id as a label");
+    assert.match(beforeText, /^codemode_node_ready\{node="metrics-node"\} 1$/m);
 
     const runs = 4;
     for (let i = 0; i < runs; i++) {

@@ -4,10 +4,11 @@
  * process refreshed are taken over, a refused refresh blocks without touching the network until the
  * stored credentials change, a refresh that failed for no stated reason is retried after a pause, and a
  * server that refuses even a freshly refreshed token needs a login (through the upstream pool, as sandbox
- * calls reach it).
+ * calls reach it); two processes sharing one token folder (a fleet's nodes) refresh once between them.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ServerSpec } from "../../core/contracts/discovery.ts";
@@ -113,6 +114,52 @@ Deno.test(
       const token = await mine.token();
       assert.equal(token, await theirs.token());
       assert.equal((await request(mine, spec.url!, token)).status, 200);
+    } finally {
+      await oauth.close();
+    }
+  },
+);
+
+/** Runs `token()` of a ServerAuth over the token folder `dir` in a process of its own, at wall time `at`. */
+function refreshInProcess(dir: string, spec: ServerSpec, at: number): Promise<string> {
+  const script = `
+    import { ServerAuth } from "${new URL("../../core/auth/server_auth.ts", import.meta.url).href}";
+    import { TokenStore } from "${new URL("../../core/auth/token_store.ts", import.meta.url).href}";
+    const auth = new ServerAuth(${JSON.stringify(spec)}, new TokenStore("unused", ${JSON.stringify(dir)}));
+    await new Promise((r) => setTimeout(r, Math.max(0, ${at} - Date.now())));
+    console.log(await auth.token());
+  `;
+  const child = spawn(Deno.execPath(), ["eval", "--quiet", script], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (err += d));
+  return new Promise((resolve, reject) =>
+    child.once("exit", (code) => code === 0 ? resolve(out.trim()) : reject(new Error(`exit ${code}: ${err}`)))
+  );
+}
+
+Deno.test(
+  "two processes sharing the token folder refresh at the same moment: one refresh, no spent token sent",
+  opts,
+  async () => {
+    const oauth = await startOAuthServer({ accessTokenTtl: 2 });
+    const dir = mkdtempSync(join(tmpdir(), "codemode-oauth-shared-"));
+    const store = new TokenStore("unused", dir);
+    const spec: ServerSpec = { name: "secure", transport: "http", url: oauth.mcpUrl, source };
+    try {
+      await login(spec, { store, authorize: async (url) => void await approve(url.href) });
+      const before = (await store.read(spec.name, spec.url!))!.tokens!.access_token;
+      // Both start now, load their code, and ask for a token at the same instant, after it expired.
+      const at = Date.now() + 4_000;
+      const [a, b] = await Promise.all([refreshInProcess(dir, spec, at), refreshInProcess(dir, spec, at)]);
+      assert.equal(oauth.counts.refreshes, 1, "the second process took the first one's tokens");
+      assert.equal(oauth.counts.refreshFailures, 0, "the spent refresh token was never sent");
+      assert.equal(a, b);
+      assert.notEqual(a, before);
+      const stored = await store.read(spec.name, spec.url!);
+      assert.equal(stored?.tokens?.access_token, a, "the shared file is whole and holds the new tokens");
+      assert.deepEqual(readdirSync(dir).filter((f) => !f.endsWith(".json")), [], "no lock or temp file left");
     } finally {
       await oauth.close();
     }

@@ -113,14 +113,15 @@ out`,
     );
     assert.ok(!/get-env|toggle-|memory\//.test(hits), hits);
 
-    const called = await s.run("await mcp_everything.get_env()");
+    // The pre-run check refuses the call before the program runs; without it, the host refuses the call.
+    const refused =
+      `Tool "everything/get-env" is denied by policy \\(denyTools in ${file} has "everything/get-env"\\)`;
+    const checked = await s.run("await mcp_everything.get_env()");
+    assert.equal(checked.isError, true);
+    assert.match(checked.text, new RegExp(`The pre-run check found 1 problem[^]*${refused} \\[refused\\]`));
+    const called = await s.run("# codemode: nocheck\nawait mcp_everything.get_env()");
     assert.equal(called.isError, true);
-    assert.match(
-      called.text,
-      new RegExp(
-        `PermissionError: Tool "everything/get-env" is denied by policy \\(denyTools in ${file} has "everything/get-env"\\)`,
-      ),
-    );
+    assert.match(called.text, new RegExp(`PermissionError: ${refused}`));
     assert.equal(await value(s, "await mcp_everything.echo(message='still fine')"), "'Echo: still fine'");
   });
   assert.equal(memoryStarted(), false, "a denied server's command never ran");

@@ -85,7 +85,7 @@ const initialize = JSON.stringify({
 test("a v2 SDK client lists exactly run_python, keeps state in its session and calls MCP tools", async () => {
   const c = await connectHttp((await server()).url);
   try {
-    assert.match(c.sessionId(), /^[0-9a-f-]{36}$/);
+    assert.match(c.sessionId(), /^[a-z0-9-]+\.[A-Za-z0-9_-]{32}$/, "<node id>.<192 random bits>");
     assert.deepEqual((await c.client.listTools()).tools.map((t) => t.name), ["run_python"]);
     assert.equal((await c.run("counter = 40\nprint('set')")).text, "set\n");
     assert.equal((await c.run("counter += 2\ncounter")).value, "42");
@@ -147,7 +147,7 @@ test("DELETE ends the session: its sandbox is removed and its id is then refused
     body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
   });
   assert.equal(after.status, 404);
-  assert.match(after.message, /not found: initialize a new one/);
+  assert.match(after.message, /not found: start a new session with initialize/);
 });
 
 test("a foreign Host or Origin is refused with 403, a loopback Origin is served", async () => {
@@ -218,8 +218,11 @@ test("a client that goes away without DELETE has its session ended after the idl
   // Closing drops the client's event stream; an open stream would count as activity.
   await c.client.close();
   // Only the log tells the session ended without touching it: any request would count as activity.
-  const ended = `"msg":"HTTP session ended","session":"${id}","why":"idle"`;
-  assert.ok(await eventually(() => Promise.resolve(guarded!.stderr().includes(ended)), 20_000));
+  const ended = () =>
+    guarded!.stderr().split("\n").some((line) =>
+      line.includes('"msg":"HTTP session ended"') && line.includes(`"session":"${id}","why":"idle"`)
+    );
+  assert.ok(await eventually(() => Promise.resolve(ended()), 20_000));
   assert.deepEqual(await containersLabelled(LABELS.session, id), []);
   const after = await raw(url, {
     headers: { "mcp-session-id": id, authorization: `Bearer ${TOKEN}` },

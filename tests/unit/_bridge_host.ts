@@ -21,7 +21,9 @@ export const TOOLS: Tool[] = [
 
 const docs = TOOLS.map((tool) => toolDoc(SERVER.name, tool));
 
-/** Answers list_servers, describe_server, list_tools, query_tool_docs, search_tool_docs and call_tool. */
+/**
+ * Answers list_servers, describe_server(s), list_tools, query_tool_docs, search_tool_docs and call_tool.
+ */
 export function bridgeHost(rpc: RpcFrame): RpcAnswer {
   const p = rpc.params;
   switch (rpc.method) {
@@ -29,6 +31,8 @@ export function bridgeHost(rpc: RpcFrame): RpcAnswer {
       return { value: [SERVER] };
     case "describe_server":
       return { value: { ...SERVER, tools: docs.map(toolFull) } };
+    case "describe_servers":
+      return { value: [{ ...SERVER, tools: docs.map(toolFull) }] };
     case "list_tools":
       return { value: docs.map(toolFull) };
     case "query_tool_docs": {

@@ -32,10 +32,14 @@ export interface Execution {
   artifacts: Extract<Frame, { type: "artifact" | "artifact_skipped" }>[];
 }
 
-/** Default config: one server whose name needs aliasing. */
+/**
+ * Default config: one server whose name needs aliasing. The pre-run check is off, so the frames a test
+ * sees are its program's own (tests/unit/precheck_test.ts turns it on).
+ */
 export const TEST_CONFIG: BootstrapConfig = {
   max_output: 1024 * 1024,
   servers: [{ name: "my-server", alias: "my_server", description: "A test server" }],
+  precheck: "off",
 };
 
 /** A python3 process running the runtime, fed frames over stdin and read frame by frame. */

@@ -127,3 +127,15 @@ Deno.test("recordDetection() stores a verdict found elsewhere (doctor's) under t
   assert.equal((await selectRuntime("podman", [engine.runtime], cache)).cached, true);
   assert.equal(engine.calls.detect, 0);
 });
+
+Deno.test("a verdict that failed on a timeout (a busy machine) is not cached: the next selection asks again", async () => {
+  const cache = new DetectionCache(stateDir(), "1.0.0");
+  const slow = plugin("podman", {
+    ...broken,
+    problems: [{ message: "podman did not answer within 15 s", transient: true }],
+  });
+  await assert.rejects(selectRuntime("podman", [slow.runtime], cache), /did not answer within 15 s/);
+  await assert.rejects(selectRuntime("podman", [slow.runtime], cache));
+  assert.equal(slow.calls.detect, 2, "detected afresh");
+  assert.equal(await cache.get("podman", slow.state.fingerprint!), undefined);
+});

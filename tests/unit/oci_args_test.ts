@@ -327,6 +327,10 @@ Deno.test("diagnose() turns the engine failures seen on real machines into fixes
   for (const [stderr, fix] of cases) assert.match(diagnose("podman", stderr).fix ?? "", fix, stderr);
   assert.match(diagnose("docker", "", "ENOENT").fix ?? "", /docker\.io/);
   assert.equal(diagnose("podman", "Error: something odd\n").message, `podman failed: "something odd"`);
+  const late = diagnose("podman", "\nTimed out after 15000 ms");
+  assert.equal(late.message, "podman did not answer within 15 s");
+  assert.equal(late.transient, true, "a timeout says nothing lasting: its verdict is not cached");
+  assert.equal(diagnose("podman", "Error: something odd\n").transient, undefined);
 });
 
 Deno.test("only podman hands the sandbox a direct channel fd; docker and nerdctl cannot pass one", () => {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { isSecretName, looksOpaque, redact, REDACTED, secretsOf } from "../../core/upstream/redact.ts";
 import { explainCallFailure } from "../../core/upstream/errors.ts";
 import { UpstreamOutputLog } from "../../core/upstream/output_log.ts";
+import { setLogLevel, setLogSink } from "../../core/observe/log.ts";
 
 const TOKEN = "tok-3f9a1c2e-77b0-4d2e-9c1a";
 
@@ -103,6 +104,24 @@ Deno.test("a server's stderr tail is redacted before it is clipped, so no part o
   const output = new UpstreamOutputLog("diag", secretsOf({ env: { DIAG_TOKEN: secret } }));
   output.stderr(`DIAG_TOKEN=${secret}`);
   assert.equal(output.tail(), `DIAG_TOKEN=${REDACTED}`);
+});
+
+Deno.test("a server's stderr and stdout noise reach the debug log only redacted", () => {
+  const lines: string[] = [];
+  setLogLevel("debug");
+  setLogSink((line) => lines.push(line));
+  try {
+    const output = new UpstreamOutputLog("diag", secretsOf({ env: { DIAG_TOKEN: TOKEN } }));
+    output.stderr(`env: DIAG_TOKEN=${TOKEN}`);
+    output.noise(`stray ${TOKEN}`);
+  } finally {
+    setLogLevel("warn");
+    setLogSink((line) => process.stderr.write(line + "\n"));
+  }
+  assert.equal(lines.length, 2);
+  for (const line of lines) {
+    assert.ok(!line.includes(TOKEN) && line.includes(REDACTED), line);
+  }
 });
 
 Deno.test("a failed call's message quotes the server's error without its secrets, even past the clip", () => {

@@ -13,6 +13,7 @@ import {
 } from "../../sandbox/source.ts";
 import { LocalPython, type RpcAnswer, type RpcFrame, TEST_CONFIG, withPython } from "./_local_python.ts";
 import { bridgeHost } from "./_bridge_host.ts";
+import { toolStub } from "../../core/catalog/stubs.ts";
 
 const echo = (rpc: RpcFrame): RpcAnswer => {
   if (rpc.method !== "call_tool") {
@@ -48,6 +49,7 @@ const docs = [{
 const host = (rpc: RpcFrame): RpcAnswer => {
   if (rpc.method === "list_tools") return { value: tools };
   if (rpc.method === "query_tool_docs") return { value: docs };
+  if (rpc.method === "stubs") return { value: toolStub(docs[0]) };
   return echo(rpc);
 };
 
@@ -362,18 +364,19 @@ Deno.test("a frame over 16 MiB is refused with ValueError and the session surviv
   });
 });
 
-Deno.test("help() shows a tool's description and a signature from its input schema", async () => {
+Deno.test("help() shows a tool's stub: its typed signature, description and arguments", async () => {
   await withPython(async (python) => {
     const run = await python.execute("help(mcp_my_server.echo)", { answer: host });
     assert.deepEqual(run.rpcs.map((rpc) => [rpc.method, rpc.params]), [
-      ["query_tool_docs", { server: "my-server", tool: "echo", detail: "full" }],
+      ["stubs", { server: "my-server", tool: "echo" }],
     ]);
+    assert.match(run.stdout, /echo\(\*, message: str, times: int = 1, tags: list\[str\] = \.\.\.\) -> Any/);
     assert.match(
       run.stdout,
-      /echo\(\*, message: str, tags: list\[str\] = None, times: int = 1\)|echo\(\*, message: str, times: int = 1, tags: list\[str\] = None\)/,
+      /async def echo\(\*, message: str, times: int = 1, tags: list\[str\] = \.\.\.\) -> Any:/,
     );
     assert.match(run.stdout, /Echoes back the input message\./);
-    assert.match(run.stdout, /message \(string, required\): What to echo/);
+    assert.match(run.stdout, /message: What to echo/);
     const listed = await python.execute("dir(mcp_my_server)", { answer: host });
     assert.equal(listed.done.value, "['echo', 'get_file', 'read_file']");
   });
@@ -397,6 +400,30 @@ Deno.test("tools import from mcp.servers.<alias>, one by one or with *", async (
   });
 });
 
+Deno.test("import * exports only importable aliases; colliding aliases go to the first tool listed, as on the host", async () => {
+  const odd = [
+    { server: "my-server", tool: "get-file", alias: "get_file", description: "first" },
+    { server: "my-server", tool: "get.file", alias: "get_file", description: "second" },
+    { server: "my-server", tool: "__init__", alias: "__init__", description: "dunder" },
+    { server: "my-server", tool: "__secret", alias: "__secret", description: "private" },
+    { server: "my-server", tool: "class", alias: "class", description: "keyword" },
+    { server: "my-server", tool: "ok", alias: "ok", description: "plain" },
+  ];
+  const answer = (rpc: RpcFrame): RpcAnswer => rpc.method === "list_tools" ? { value: odd } : echo(rpc);
+  await withPython(async (python) => {
+    const star = await python.execute(
+      "from mcp.servers.my_server import *\nimport mcp.servers.my_server as m\n(sorted(m.__all__), ok.__name__)",
+      { answer },
+    );
+    assert.equal(star.done.error, undefined, star.done.error);
+    assert.equal(star.done.value, "(['get_file', 'ok'], 'ok')");
+    const called = await python.execute("(await mcp_my_server.get_file())['tool']", { answer });
+    assert.equal(called.done.value, "'get-file'");
+    const listed = await python.execute("dir(mcp_my_server).count('get_file')", { answer });
+    assert.equal(listed.done.value, "1");
+  });
+});
+
 Deno.test("mcp.runtime helpers answer locally or through the documented rpc methods", async () => {
   await withPython(async (python) => {
     const local = await python.execute(
@@ -404,11 +431,16 @@ Deno.test("mcp.runtime helpers answer locally or through the documented rpc meth
         "'search_tool_docs' in s, runtime.list_loaded_server_metadata(), " +
         "re.findall(r'\\.[`A-Z]', s))",
     );
-    // Only capability_summary() asks the host, for the saved skills (unanswered here: it leaves them out).
-    assert.deepEqual(local.rpcs.map((rpc) => rpc.method), ["list_skills"]);
+    // capability_summary() asks the host for the saved skills, and list_loaded_server_metadata() for the tools
+    // of servers not listed yet (both unanswered here: the skills are left out, the server has no tools).
+    assert.deepEqual(local.rpcs.map((rpc) => [rpc.method, rpc.params]), [
+      ["list_skills", {}],
+      ["describe_servers", { names: ["my-server"] }],
+    ]);
     assert.equal(
       local.done.value,
-      "(('my-server',), ({'name': 'my-server', 'description': 'A test server', 'alias': 'my_server'},), True, (), " +
+      "(('my-server',), ({'name': 'my-server', 'description': 'A test server', 'alias': 'my_server'},), True, " +
+        "({'name': 'my-server', 'description': 'A test server', 'alias': 'my_server', 'tools': [], 'cwd': None},), " +
         "[])",
     );
     const code = [
@@ -421,10 +453,13 @@ Deno.test("mcp.runtime helpers answer locally or through the documented rpc meth
       "g = runtime.query_tool_docs_sync('my_server')",
       "h = await runtime.search_tool_docs('echo things', limit=3)",
       "i = runtime.search_tool_docs_sync('echo', detail='FULL')",
-      "'done'",
+      "j = [(m['name'], [t['name'] for t in m['tools']], 'input_schema' in m['tools'][0]) " +
+      "for m in runtime.list_loaded_server_metadata()]",
+      "j",
     ].join("\n");
     const remote = await python.execute(code, { answer: bridgeHost });
-    assert.equal(remote.done.value, "'done'");
+    // Listed above, so the metadata comes from what this sandbox knows: no further call.
+    assert.equal(remote.done.value, "[('my-server', ['echo', 'get-file'], True)]");
     assert.deepEqual(remote.rpcs.map((rpc) => [rpc.method, rpc.params]), [
       ["list_servers", {}],
       ["list_servers", {}],

@@ -222,3 +222,25 @@ Deno.test("past maxSessions with every session busy, the new session's run is re
     await sessions.closeAll();
   }
 });
+
+Deno.test("hasRoom() and busy() say whether a new session fits and whether a session runs code", async () => {
+  const runtime = fakeRuntime();
+  const sessions = manager(runtime, { maxSessions: 2 });
+  try {
+    assert.equal(sessions.hasRoom(), true, "no session yet");
+    await sessions.run("a", "sleep 1", { timeout: 30 });
+    const slow = [
+      sessions.run("a", "sleep 300", { timeout: 30 }),
+      sessions.run("b", "sleep 300", { timeout: 30 }),
+    ];
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual([sessions.busy("a"), sessions.busy("b"), sessions.busy("c")], [true, true, false]);
+    assert.equal(sessions.hasRoom(), false, "both sessions at the cap run code: none can make way");
+    await Promise.all(slow);
+    assert.equal(sessions.busy("a"), false);
+    assert.equal(sessions.hasRoom(), true, "at the cap, an idle session would make way");
+  } finally {
+    await sessions.closeAll();
+  }
+  assert.equal(sessions.hasRoom(), false, "a closed manager takes no session");
+});

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadSettings, SettingsError } from "../../core/config/settings.ts";
+import { loadSettings, resolveSettings, SettingsError } from "../../core/config/settings.ts";
 
 Deno.test("loadSettings() gives the documented defaults for an empty environment", () => {
   const s = loadSettings({ HOME: "/home/u" });
@@ -122,4 +122,40 @@ Deno.test("CODEMODE_PREWARM takes stdio, on or off (and the usual booleans); std
     () => loadSettings({ HOME: "/h", CODEMODE_PREWARM: "always" }),
     /CODEMODE_PREWARM="always".*stdio, on, off/,
   );
+});
+
+Deno.test("CODEMODE_ISOLATION is container by default and gvisor on request, with runsc's platform and path", () => {
+  const plain = loadSettings({ HOME: "/h" });
+  assert.deepEqual([plain.isolation, plain.gvisorPlatform, plain.runsc], ["container", "ptrace", undefined]);
+  const gvisor = loadSettings({
+    CODEMODE_ISOLATION: "gVisor",
+    CODEMODE_GVISOR_PLATFORM: "systrap",
+    CODEMODE_RUNSC: "/opt/gvisor/runsc",
+  });
+  assert.deepEqual([gvisor.isolation, gvisor.gvisorPlatform, gvisor.runsc], [
+    "gvisor",
+    "systrap",
+    "/opt/gvisor/runsc",
+  ]);
+  assert.throws(
+    () => loadSettings({ CODEMODE_ISOLATION: "vm" }),
+    /Invalid CODEMODE_ISOLATION="vm": expected one of container, gvisor/,
+  );
+  assert.throws(() => loadSettings({ CODEMODE_GVISOR_PLATFORM: "--debug" }), /expected a runsc platform/);
+  // The config file's key, too.
+  const file = { path: "/p/codemode.yaml", values: { isolation: "gvisor" } };
+  assert.equal(loadSettings({ HOME: "/h" }, file).isolation, "gvisor");
+});
+
+Deno.test("gVisor with the pyodide runtime is refused: the runtime falls back, never the isolation", () => {
+  assert.throws(
+    () => loadSettings({ CODEMODE_ISOLATION: "gvisor", CODEMODE_RUNTIME: "pyodide" }),
+    /Invalid CODEMODE_RUNTIME: the pyodide runtime cannot run under gVisor \(CODEMODE_ISOLATION=gvisor\)/,
+  );
+  const { settings, problems } = resolveSettings({
+    CODEMODE_ISOLATION: "gvisor",
+    CODEMODE_RUNTIME: "pyodide",
+  });
+  assert.equal(problems.length, 1);
+  assert.deepEqual([settings.runtime, settings.isolation], ["auto", "gvisor"]);
 });

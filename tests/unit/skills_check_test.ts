@@ -3,11 +3,10 @@
  * pass in the sandbox runtime that finds those calls (run with the host's python3).
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { checkCalls, type SkillCall } from "../../core/skills/check.ts";
 import type { ToolDoc } from "../../core/catalog/docs.ts";
 import { Policy } from "../../core/config/policy.ts";
-import { MODULES } from "../../sandbox/source.ts";
+import { withMcpModules } from "./_mcp_modules.ts";
 
 const TOOLS: Record<string, ToolDoc[]> = {
   everything: [
@@ -88,19 +87,12 @@ Deno.test("checkCalls() reports calls the policy refuses", async () => {
 
 /** Runs the sandbox's `ast` pass on `code` with the host's python3. */
 function analyse(code: string): { functions: Record<string, unknown>[]; calls: SkillCall[]; error: unknown } {
-  const program = `
-import importlib.util, json, sys, types
-source = json.loads(sys.stdin.read())
-module = types.ModuleType("skill_code")
-exec(compile(source["module"], "<skill_code>", "exec"), module.__dict__)
-print(json.dumps(module.analyse(source["code"])))
-`;
-  const run = spawnSync("python3", ["-I", "-c", program], {
-    input: JSON.stringify({ module: MODULES["mcp._skill_code"], code }),
-    encoding: "utf8",
-  });
-  assert.equal(run.status, 0, run.stderr);
-  return JSON.parse(run.stdout);
+  const program = "import json\nfrom mcp import _skill_code\nprint(json.dumps(_skill_code.analyse(INPUT)))";
+  return withMcpModules(
+    ["mcp._literals", "mcp._certainty", "mcp._calls", "mcp._skill_code"],
+    program,
+    code,
+  ) as ReturnType<typeof analyse>;
 }
 
 Deno.test("the sandbox's ast pass finds every literal tool call form with its keywords and line", () => {

@@ -244,10 +244,11 @@ const ECHO: Tool = {
   name: "echo",
   inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
 };
-/** The runtime's config for these tests: one server, "everything". */
+/** The runtime's config for these tests: one server, "everything" (no pre-run check: the calls are the test). */
 const EVERYTHING = {
   max_output: 1024 * 1024,
   servers: [{ name: "everything", alias: "everything", description: "Test server" }],
+  precheck: "off" as const,
 };
 
 /**

@@ -165,3 +165,36 @@ Deno.test("concurrent saves of one name: one wins, the other is refused, and no 
   assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
   assert.deepEqual(tree(f.user), ["racy", "racy/SKILL.md", "racy/skill.py"]);
 });
+
+Deno.test("two stores sharing one skills directory (two nodes) save at once: every skill whole, a clash refused", async () => {
+  const root = mkdtempSync(join(tmpdir(), "codemode-save-shared-"));
+  const shared = join(root, "shared");
+  const open = (name: string) =>
+    SkillStore.open({ roots: skillRoots({ cwd: join(root, name), env: {}, userDir: shared }), mode: "rw" });
+  const [a, b] = await Promise.all([open("a"), open("b")]);
+  const save = (store: SkillStore, node: string, i: number) =>
+    saveSkill(store, {
+      name: `${node}-skill-${i}`,
+      code: `X = ${JSON.stringify(node + i)}\n`,
+      description: `${node} ${i}`,
+    });
+  await Promise.all(Array.from({ length: 20 }, (_, i) => [save(a, "a", i), save(b, "b", i)]).flat());
+  assert.equal(readdirSync(shared).length, 40, "no temporary folder left, nothing lost");
+  for (const node of ["a", "b"]) {
+    for (let i = 0; i < 20; i++) {
+      assert.equal(
+        readFileSync(join(shared, `${node}-skill-${i}`, "skill.py"), "utf8"),
+        `X = "${node}${i}"\n`,
+      );
+    }
+  }
+  await Promise.all([a.reload(), b.reload()]);
+  assert.equal(a.skills().length, 40, "each node loads the other's skills");
+  // The same new name from both at once: one wins whole, the other is told, nothing half-written stays.
+  const clash = await Promise.allSettled([save(a, "same", 1), save(b, "same", 1)]);
+  assert.deepEqual(clash.map((r) => r.status).sort(), ["fulfilled", "rejected"]);
+  const refused = clash.find((r) => r.status === "rejected") as PromiseRejectedResult;
+  assert.ok(refused.reason instanceof SkillWriteError);
+  assert.equal(refused.reason.pythonType, "FileExistsError");
+  assert.equal(readdirSync(shared).filter((n) => n.startsWith(".")).length, 0);
+});

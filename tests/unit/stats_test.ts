@@ -50,16 +50,16 @@ Deno.test("percentiles cover the most recent samples while count, mean and max c
   assert.ok(rpc.meanMs > 700);
 });
 
-Deno.test("runs are counted by outcome, sandboxes by launch and exit reason, with live ones derived", async () => {
+Deno.test("runs are counted by outcome, sandboxes by launch and exit reason, with the running ones and their isolation", async () => {
   const stats = new Stats();
   stats.run("ok", 10);
   stats.run("ok", 20);
   stats.run("timeout", 1000);
   stats.run("cancelled", 300);
-  stats.sandboxLaunched(150);
-  stats.sandboxLaunched(250);
+  stats.sandboxLaunched(150, true, { name: "a", runtime: "podman", isolation: "gvisor" });
+  stats.sandboxLaunched(250, true, { name: "b", runtime: "pyodide", isolation: "wasm" });
   stats.sandboxLaunched(0, false);
-  stats.sandboxExited("idle");
+  stats.sandboxExited("idle", "b");
   stats.malformedFrame();
   stats.upstreamStart("s", true);
   stats.upstreamStart("s", false);
@@ -69,10 +69,15 @@ Deno.test("runs are counted by outcome, sandboxes by launch and exit reason, wit
     { total: 4, ok: 2, error: 0, timeout: 1, cancelled: 1, latency: 4 },
   );
   assert.equal(snapshot.runs.latency.errors, 2);
+  const { running, ...sandboxes } = snapshot.sandboxes;
   assert.deepEqual(
-    { ...snapshot.sandboxes, startup: snapshot.sandboxes.startup.p50Ms },
+    { ...sandboxes, startup: sandboxes.startup.p50Ms },
     { launches: 2, launchFailures: 1, live: 1, exits: { idle: 1 }, startup: 150 },
   );
+  // Each running sandbox with its isolation, for codemode://stats.
+  assert.deepEqual(running.map(({ startedAt: _, ...rest }) => rest), [
+    { name: "a", runtime: "podman", isolation: "gvisor" },
+  ]);
   assert.equal(snapshot.malformedFrames, 1);
   assert.deepEqual([snapshot.upstream[0].starts, snapshot.upstream[0].startFailures], [1, 1]);
   assert.equal(snapshot.pid, process.pid);
@@ -143,6 +148,10 @@ Deno.test("renderStats() shows one row per process and one per upstream tool, or
   assert.match(text, new RegExp(`│ ${process.pid} +│ 2m 5s `));
   assert.match(text, /1 live \/ 1 launched/);
   assert.match(text, /│ everything +│ get-sum +│ 1 +│ 0 +│ 0 +│ 12 ms/);
+  // Sandboxes that are not plain containers are counted by isolation.
+  stats.sandboxLaunched(300, true, { name: "g", runtime: "podman", isolation: "gvisor" });
+  stats.sandboxLaunched(300, true, { name: "c", runtime: "podman", isolation: "container" });
+  assert.match(renderStats([await stats.snapshot()]), /3 live \(gvisor 1, container 1\) \//);
 });
 
 Deno.test("approval questions are counted by how they ended, and renderStats() shows them only when there were any", async () => {

@@ -76,7 +76,7 @@ Deno.test("catalog lists every configured server and serves docs, summaries and 
     ]);
     assert.deepEqual(catalog.summaries("notes").map((s) => s.tool), ["create_note", "delete_note"]);
     const [full] = catalog.full("files", "read_file");
-    assert.equal(full.signature, "read_file(path: str)");
+    assert.equal(full.signature, "read_file(*, path: str)");
     assert.deepEqual(catalog.full("files").length, 2);
     assert.deepEqual(catalog.status().map((s) => [s.server, s.state, s.tools]), [
       ["files", "ready", 2],
@@ -95,7 +95,7 @@ Deno.test("a second catalog with the same spec reads the cache and never calls t
     await catalog.ready();
     assert.deepEqual(second.calls, []);
     assert.equal(catalog.status()[0].state, "cached");
-    assert.equal(catalog.search("write file")[0].tool, "write_file");
+    assert.equal((await catalog.search("write file"))[0].tool, "write_file");
   }));
 
 Deno.test("changing a server's args, env or url indexes it again; moving its config file does not", () =>
@@ -155,7 +155,7 @@ Deno.test("a failing server is recorded as failed while the others are indexed, 
     assert.equal(byName.broken.error, 'no server "broken"');
     assert.equal(byName.files.state, "ready");
     assert.equal(byName.notes.state, "ready");
-    assert.equal(catalog.search("note")[0].server, "notes");
+    assert.equal((await catalog.search("note"))[0].server, "notes");
     // Failures are not cached: the next start tries again.
     const again = recordingLister();
     await new ToolCatalog([spec("files"), spec("broken")], again.lister, { stateDir }).ready();
@@ -195,12 +195,12 @@ Deno.test("search before indexing finishes returns what is ready", () =>
     const catalog = new ToolCatalog([spec("files"), spec("clock")], lister, { stateDir });
     catalog.start();
     await catalog.ready("files");
-    assert.equal(catalog.search("read file")[0].tool, "read_file");
-    assert.deepEqual(catalog.search("current time"), []);
+    assert.equal((await catalog.search("read file"))[0].tool, "read_file");
+    assert.deepEqual(await catalog.search("current time"), []);
     assert.equal(catalog.status().find((s) => s.server === "clock")?.state, "indexing");
     slow.resolve(TOOLS.clock);
     await catalog.ready();
-    assert.equal(catalog.search("current time")[0].tool, "current_time");
+    assert.equal((await catalog.search("current time"))[0].tool, "current_time");
   }));
 
 Deno.test("refresh() replaces a server's docs with a new tool list and rewrites the cache", () =>
@@ -210,7 +210,7 @@ Deno.test("refresh() replaces a server's docs with a new tool list and rewrites 
     await catalog.ready();
     await catalog.refresh("notes", tools("notes", "archive_note"));
     assert.deepEqual(catalog.docs().map((d) => d.tool), ["archive_note"]);
-    assert.equal(catalog.search("archive")[0].tool, "archive_note");
+    assert.equal((await catalog.search("archive"))[0].tool, "archive_note");
 
     const later = recordingLister();
     const reread = new ToolCatalog([spec("notes")], later.lister, { stateDir });
@@ -249,12 +249,15 @@ Deno.test("progress reports every server once as done, with the total", () =>
 Deno.test("close() settles servers still waiting for a listing slot as failed", () =>
   withStateDir(async (stateDir) => {
     const gate = deferred<Tool[]>();
-    const catalog = new ToolCatalog([spec("a"), spec("b"), spec("c")], () => gate.promise, {
-      stateDir,
-      concurrency: 1,
-    });
+    const listing = deferred<void>();
+    const lister = () => {
+      listing.resolve();
+      return gate.promise;
+    };
+    const catalog = new ToolCatalog([spec("a"), spec("b"), spec("c")], lister, { stateDir, concurrency: 1 });
     catalog.start();
-    await new Promise((r) => setTimeout(r, 10));
+    // Closed while "a" holds the one listing slot (however long a loaded machine took to get there).
+    await listing.promise;
     await catalog.close();
     gate.resolve(tools("a", "ping"));
     await catalog.ready();
@@ -348,14 +351,14 @@ Deno.test("runTools lists a server's tools with signatures, as JSON or a table",
     assert.equal(await runTools("files", { json: true }, { ...deps, ...json }), 0);
     const listed = JSON.parse(json.out.join(""));
     assert.deepEqual(listed.map((t: { signature: string }) => t.signature), [
-      "read_file(path: str)",
-      "write_file(path: str)",
+      "read_file(*, path: str)",
+      "write_file(*, path: str)",
     ]);
 
     const table = capture();
     assert.equal(await runTools("files", { json: false }, { ...deps, ...table }), 0);
     assert.match(table.out.join(""), /files: 2 tools, called as mcp_files\.<tool>/);
-    assert.match(table.out.join(""), /write_file\(path: str\)/);
+    assert.match(table.out.join(""), /write_file\(\*, path: str\)/);
 
     const broken = capture();
     assert.equal(await runTools("broken", { json: true }, { ...deps, ...broken }), 1);
@@ -404,7 +407,7 @@ Deno.test("skills are searched with the tools: local ones set by the store, publ
       description: "Predict high water at a harbour",
       body: "predict port",
     }]);
-    const [tide] = catalog.search("harbour high water", { limit: 1 });
+    const [tide] = await catalog.search("harbour high water", { limit: 1 });
     assert.deepEqual(tide, {
       server: "skills",
       tool: "tide-tables",
@@ -412,8 +415,14 @@ Deno.test("skills are searched with the tools: local ones set by the store, publ
       score: tide.score,
       kind: "skill",
     });
-    assert.equal(catalog.search("minutes of a meeting", { limit: 1 })[0].tool, "notes/meeting-minutes");
-    assert.deepEqual(catalog.search("minutes", { server: "notes" }).filter((h) => h.kind === "skill"), []);
+    assert.equal(
+      (await catalog.search("minutes of a meeting", { limit: 1 }))[0].tool,
+      "notes/meeting-minutes",
+    );
+    assert.deepEqual(
+      (await catalog.search("minutes", { server: "notes" })).filter((h) => h.kind === "skill"),
+      [],
+    );
     // A second catalog reads both tools and published skills from the cache, starting nothing.
     const second = recordingLister();
     const cached = new ToolCatalog([spec("files"), spec("notes")], second.lister, { stateDir, skillLister });
@@ -434,3 +443,85 @@ Deno.test("a server whose skills cannot be listed still has its tools", () =>
     assert.equal(catalog.status()[0].state, "ready");
     assert.equal(catalog.docs().length, 2);
   }));
+
+Deno.test("a server added after start-up is searchable at once, listed or with its tools given, and can be dropped", async () => {
+  await withStateDir(async (stateDir) => {
+    const { calls, lister } = recordingLister();
+    const catalog = new ToolCatalog([spec("files")], lister, { stateDir });
+    await catalog.ready();
+    await catalog.addServer(spec("notes"));
+    assert.deepEqual(calls, ["files", "notes"], "listed once when added");
+    assert.equal((await catalog.search("create note"))[0]?.server, "notes");
+    await catalog.addServer(spec("clock"), TOOLS.clock);
+    assert.deepEqual(calls, ["files", "notes"], "given tools are not listed again");
+    assert.equal((await catalog.search("current time"))[0]?.tool, "current_time");
+    assert.deepEqual(catalog.servers(), ["files", "notes", "clock"]);
+    await assert.rejects(catalog.addServer(spec("notes")), /is in the catalog already/);
+    assert.equal(catalog.removeServer("notes"), true);
+    assert.equal(catalog.removeServer("notes"), false);
+    assert.notEqual((await catalog.search("create note"))[0]?.server, "notes");
+    assert.deepEqual(catalog.servers(), ["files", "clock"]);
+  });
+});
+
+Deno.test("toolsChanged() re-lists after a quiet spell, at most once per interval, and marks tools that appeared later", async () => {
+  await withStateDir(async (stateDir) => {
+    const listed = { files: tools("files", "read_file") };
+    const { calls, lister } = recordingLister(listed);
+    const catalog = new ToolCatalog([spec("files")], lister, {
+      stateDir,
+      debounceMs: 30,
+      refreshIntervalMs: 400,
+    });
+    await catalog.ready();
+    assert.deepEqual(calls, ["files"]);
+    listed.files = tools("files", "read_file", "write_file");
+    // A flood of notices: one listing after the quiet spell, none for the rest of the interval.
+    for (let i = 0; i < 500; i++) catalog.toolsChanged("files");
+    await new Promise((r) => setTimeout(r, 150));
+    assert.deepEqual(calls, ["files", "files"]);
+    for (let i = 0; i < 500; i++) catalog.toolsChanged("files");
+    await new Promise((r) => setTimeout(r, 150));
+    assert.deepEqual(calls, ["files", "files"], "a second listing within the interval");
+    await new Promise((r) => setTimeout(r, 400));
+    assert.deepEqual(calls, ["files", "files", "files"]);
+    const [added] = catalog.summaries("files").filter((s) => s.addedAt);
+    assert.equal(added.tool, "write_file");
+    assert.equal(catalog.summaries("files").find((s) => s.tool === "read_file")?.addedAt, undefined);
+    const [hit] = await catalog.search("write file");
+    assert.equal(hit.tool, "write_file");
+    assert.equal(hit.addedAt, added.addedAt);
+    await catalog.close();
+  });
+});
+
+Deno.test("a listing's problems are kept with the server's status and in the cache; summaries stay bounded", async () => {
+  await withStateDir(async (stateDir) => {
+    const long = {
+      name: "long_doc",
+      description: "word ".repeat(5000),
+      inputSchema: { type: "object" as const },
+    };
+    const listing = {
+      tools: [...tools("files", "read_file"), long],
+      problems: [{
+        tool: "deep",
+        problem: "its inputSchema is nested more than 64 levels deep",
+        leftOut: true,
+      }],
+    };
+    await new ToolCatalog([spec("files")], () => Promise.resolve(listing), { stateDir }).ready();
+    const cached = new ToolCatalog([spec("files")], () => Promise.reject(new Error("not again")), {
+      stateDir,
+    });
+    await cached.ready();
+    const [status] = cached.status();
+    assert.equal(status.state, "cached");
+    assert.deepEqual(status.problems, listing.problems);
+    const summary = cached.summaries("files").find((s) => s.tool === "long_doc")!;
+    assert.ok(summary.description.length <= 1000 && summary.description.endsWith("…"));
+    assert.equal(cached.full("files", "long_doc")[0].description.length, 25_000);
+    const hits = await cached.search("word", { limit: 1 });
+    assert.ok(hits[0].description.length <= 1000);
+  });
+});

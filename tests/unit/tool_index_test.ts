@@ -2,8 +2,6 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import type { Tool } from "@modelcontextprotocol/client";
 import {
-  pythonSignature,
-  pythonType,
   searchFields,
   splitWords,
   type ToolDoc,
@@ -71,7 +69,7 @@ Deno.test("toolFull() gives a Python signature with required parameters first an
   }));
   assert.equal(
     full.signature,
-    'echo_it(message: str, count: int = 3, mode: Literal["a", "b"] = None, tags: list[str] = None, ' +
+    'echo_it(*, message: str, count: int = 3, mode: Literal["a", "b"] = ..., tags: list[str] = ..., ' +
       "flag: bool | None = False)",
   );
   assert.equal(full.alias, "echo_it");
@@ -81,17 +79,6 @@ Deno.test("toolFull() gives a Python signature with required parameters first an
     alias: "t",
     description: "",
   });
-});
-
-Deno.test("pythonType() maps unions, nested arrays and unknown schemas", () => {
-  assert.equal(pythonType({ anyOf: [{ type: "string" }, { type: "number" }] }), "str | float");
-  assert.equal(
-    pythonType({ type: "array", items: { type: "array", items: { type: "integer" } } }),
-    "list[list[int]]",
-  );
-  assert.equal(pythonType({ type: "object" }), "dict");
-  assert.equal(pythonType({}), "Any");
-  assert.equal(pythonSignature("f", undefined), "f()");
 });
 
 Deno.test("search finds tools by the words of their names", () => {

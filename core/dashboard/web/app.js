@@ -8,6 +8,7 @@ import { applyEvents, newActivity, RunsView, ToolCalls } from "./runs.js";
 import { PolicyPanel, SearchPanel, ServersPanel, SessionsPanel, Summary } from "./panels.js";
 import { PendingApprovals } from "./approvals.js";
 import { SkillsPanel } from "./skills.js";
+import { AddedServers } from "./registry.js";
 
 /** Serves by pid: { pid, state, activity }. */
 const serves = new Map();
@@ -126,7 +127,12 @@ function App() {
         `
         : null}
       ${tab === "sessions" ? html`<${SessionsPanel} serves=${shown} />` : null}
-      ${tab === "servers" ? html`<${ServersPanel} serves=${shown} />` : null}
+      ${tab === "servers"
+        ? html`
+          <${AddedServers} serves=${shown} />
+          <${ServersPanel} serves=${shown} />
+        `
+        : null}
       ${tab === "skills" ? html`<${SkillsPanel} />` : null}
       ${tab === "search" ? html`<${SearchPanel} />` : null}
       ${tab === "policy" ? html`<${PolicyPanel} serves=${shown} />` : null}

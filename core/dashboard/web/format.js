@@ -16,6 +16,12 @@ export function duration(ms) {
   return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
 }
 
+/** A session id shortened for a table: a fleet node's prefix (`node-1.`) is left out, it names the serve. */
+export function shortSession(id, length = 8) {
+  const key = id ?? "";
+  return key.slice(key.indexOf(".") + 1).slice(0, length);
+}
+
 /** "512 B", "12.0 KiB", "3.4 MiB". */
 export function size(n) {
   if (n === undefined || n === null) return "-";

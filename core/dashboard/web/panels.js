@@ -3,7 +3,7 @@
 // skills panel and the approvals are in skills.js and approvals.js). A section a serve does not publish
 // (an older serve, a capability not there yet) is simply not shown.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ago, Badge, clock, html } from "./format.js";
+import { ago, Badge, clock, html, shortSession } from "./format.js";
 
 /** The sum of a metric's values in a serve's published metrics, optionally only those matching labels. */
 function metricSum(metrics, name, labels = {}) {
@@ -43,7 +43,9 @@ export function Summary({ serves }) {
 function ServeHeading({ serve }) {
   const s = serve.state;
   const clients = [...new Set(s.clients.map((c) => c.name))].join(", ");
-  return html`<h3>serve ${serve.pid} <span class="muted">· ${s.transport}${s.url ? ` ${s.url}` : ""}${
+  return html`<h3>serve ${serve.pid}${
+    s.node ? ` · node ${s.node}` : ""
+  } <span class="muted">· ${s.transport}${s.url ? ` ${s.url}` : ""}${
     clients ? ` · ${clients}` : ""
   } · ${s.cwd} · up since ${clock(s.startedAt)}</span></h3>`;
 }
@@ -64,6 +66,7 @@ export function SessionsPanel({ serves }) {
                 <th>state</th>
                 <th>sandbox</th>
                 <th>runtime</th>
+                <th>isolation</th>
                 <th>python</th>
                 <th>runs</th>
                 <th>last used</th>
@@ -72,13 +75,14 @@ export function SessionsPanel({ serves }) {
             <tbody>${serve.state.sessions.map((x) =>
               html`
                 <tr>
-                  <td class="mono">${x.key.slice(0, 12)}</td>
+                  <td class="mono">${shortSession(x.key, 12)}</td>
                   <td>${serve.state.clients.find((c) => c.session === x.key)?.name ?? "-"}</td>
                   <td>
                     <${Badge} status=${x.state} />
                   </td>
                   <td class="mono">${x.sandbox ?? "-"}</td>
                   <td>${x.runtime ?? "-"}</td>
+                  <td>${x.isolation ?? "-"}</td>
                   <td>${x.python ?? "-"}</td>
                   <td>${x.runs}</td>
                   <td>${ago(x.lastUsedAt)}</td>
@@ -124,9 +128,14 @@ export function ServersPanel({ serves }) {
                       ? html`<div class="call-error">${x.error}</div>`
                       : null}</td>
                     <td>${x.restarts}</td>
-                    <td>${x.tools.length}${x.index
+                    <td>${x.toolCount ?? x.tools.length}${x.index
                       ? html`
                         <span class="muted aside">(${x.index})</span>
+                      `
+                      : null}${x.problems?.some((p) => p.leftOut)
+                      ? html`
+                        <span class="call-error aside">${x.problems.filter((p) => p.leftOut)
+                          .length} left out</span>
                       `
                       : null}</td>
                   </tr>
@@ -136,10 +145,27 @@ export function ServersPanel({ serves }) {
                     <tr class="detail">
                       <td colspan="5">
                         <ul class="tools">${x.tools.map((t) =>
-                          html`<li><span class="mono">${t.name}</span> <span class="muted">${
-                            t.description ?? ""
-                          }</span></li>`
-                        )}</ul>
+                          html`<li><span class="mono">${t.name}</span>${
+                            t.addedAt
+                              ? html`
+                                <span class="badge">new</span>
+                              `
+                              : null
+                          } <span class="muted">${t.description ?? ""}</span></li>`
+                        )}${(x.toolCount ?? 0) > x.tools.length
+                          ? html`<li class="muted">and ${
+                            x.toolCount - x.tools.length
+                          } more: codemode tools ${x.name}</li>`
+                          : null}</ul>
+                        ${x.problems?.length
+                          ? html`<ul class="tools problems">${
+                            x.problems.map((p) =>
+                              html`<li class="call-error"><span class="mono">${p.tool}</span> ${p.problem}${
+                                p.leftOut ? " (left out)" : ""
+                              }</li>`
+                            )
+                          }</ul>`
+                          : null}
                       </td>
                     </tr>
                   `

@@ -4,7 +4,8 @@
 // Images are <img> elements loading from the dashboard's API (PNG or JPEG only, checked there); text
 // displays, SVG and HTML source included, are text, as everything Preact renders.
 import { useState } from "preact/hooks";
-import { Badge, Block, clock, duration, firstLine, html, prettyJson, size } from "./format.js";
+import { Badge, Block, clock, duration, firstLine, html, prettyJson, shortSession, size } from "./format.js";
+import { RegistryEvents } from "./registry.js";
 
 /** Runs kept per serve; older ones drop off the page. */
 const MAX_RUNS = 300;
@@ -40,12 +41,20 @@ export const EVENT_KINDS = {
   "approval.closed": (activity, e) => {
     if (e.run) approvalOf(runOf(activity, e.run, e.at), e).closed = e;
   },
+  "registry.find": registryEvent,
+  "server.add": registryEvent,
+  "server.remove": registryEvent,
   "tool.call": (activity, e) => {
     if (e.run) return void runOf(activity, e.run, e.at).calls.push(e);
     activity.loose.push(e);
     if (activity.loose.length > MAX_LOOSE) activity.loose.shift();
   },
 };
+
+/** A registry search, add or removal joins its run's list. */
+function registryEvent(activity, e) {
+  if (e.run) (runOf(activity, e.run, e.at).registry ??= []).push(e);
+}
 
 function approvalOf(run, e) {
   run.approvals ??= new Map();
@@ -100,7 +109,7 @@ export function RunsView({ serves, open, setOpen }) {
                   <td><${Badge} status=${run.end?.status ?? "running"} /></td>
                   <td>${run.end ? duration(run.end.ms) : "…"}</td>
                   ${several ? html`<td>${pid}</td>` : null}
-                  <td class="mono">${(run.start?.session ?? run.end?.session ?? "").slice(0, 8)}</td>
+                  <td class="mono">${shortSession(run.start?.session ?? run.end?.session)}</td>
                   <td>${run.calls.length}${failed
                     ? html`
                       <span class="bad aside">(${failed} failed)</span>
@@ -141,6 +150,7 @@ export function RunDetail({ run, serve }) {
     <${Displays} end=${end} pid=${serve?.pid} />
     <${Artifacts} end=${end} serve=${serve} />
     <${Approvals} approvals=${run.approvals} />
+    <${RegistryEvents} events=${run.registry} />
     <${ToolCalls} calls=${run.calls} />
   </div>`;
 }
@@ -276,9 +286,14 @@ export function Approvals({ approvals }) {
         const q = a.closed ?? a.asked;
         const outcome = a.closed?.outcome ?? "waiting";
         const via = a.closed?.via ? ` on the ${a.closed.via === "client" ? "client" : a.closed.via}` : "";
+        const what = q.about === "add_server"
+          ? `add ${q.tool} as mcp_${q.server}`
+          : q.about === "plan" && q.plan
+          ? `plan: “${q.plan.description}”`
+          : `${q.server} / ${q.tool}`;
         return html`<li data-approval=${a.id}>
-          <span class="mono">${q.server} / ${q.tool}</span> <${Badge} status=${outcome} />${via}${
-          a.closed?.scope === "session" ? " (for the session)" : ""
+          <span class="mono">${what}</span> <${Badge} status=${outcome} />${via}${
+          a.closed?.scope === "session" ? " (for the session)" : a.closed?.scope === "keep" ? " (kept)" : ""
         }
           <div class="muted">${q.summary}</div>
         </li>`;

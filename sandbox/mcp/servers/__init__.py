@@ -1,4 +1,5 @@
 """`from mcp.servers.<alias> import <tool>` (or `*`): one module per configured server, filled lazily."""
+import keyword
 import sys
 import types
 from importlib.machinery import ModuleSpec
@@ -25,10 +26,17 @@ class ServerModule(types.ModuleType):
 
     @property
     def __all__(self):
-        return dir(self.__dict__[_PROXY])
+        # `import *` takes every name listed here: only aliases this module can hand out (a tool whose
+        # alias starts with "__" or is a keyword stays reachable through runtime.call_tool).
+        return [alias for alias in dir(self.__dict__[_PROXY]) if importable(alias)]
 
     def __dir__(self):
         return sorted(set(self.__dict__) | set(self.__all__))
+
+
+def importable(alias):
+    """Whether `from mcp.servers.<server> import *` can export a tool under this alias."""
+    return alias.isidentifier() and not keyword.iskeyword(alias) and not alias.startswith("__")
 
 
 def register(servers, proxies):

@@ -116,6 +116,23 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "the binary checks results against outputSchemas: its validation worker is compiled in",
+  ignore: !sandboxReady,
+  async fn() {
+    // A worker that cannot start lets every result through; the binary's is an entry of its own.
+    const hostile = {
+      command: join(ROOT, "node_modules", ".bin", "deno"),
+      args: ["run", "-A", join(ROOT, "tests", "testdata", "servers", "hostile_server.ts"), "--redos"],
+    };
+    const ran = await runBinary(["run", "-"], environment({ hostile }), {
+      input:
+        `try:\n    await mcp_hostile.redos_match(n=3)\n    print("passed")\nexcept Exception as e:\n    print(e)\n`,
+    });
+    assert.match(ran.stdout, /does not match the tool's outputSchema/, ran.stdout + ran.stderr);
+  },
+});
+
 /** Connects an SDK client to `serve`, lists tools, runs code twice sharing state, and checks cleanup. */
 async function serveRoundTrip(version: "v1" | "v2", sandbox: Sandbox): Promise<void> {
   const params = {

@@ -79,9 +79,9 @@ export async function serveHttp(options: HttpServeOptions): Promise<number> {
       allowedHosts,
       idleTimeout: app.settings.idleTimeout,
       room: () => app.sessions.hasRoom(),
-      busy: (id) => app.sessions.busy(id),
       open: (id) => app.mcpServer(id, "http"),
       close: (id) => app.closeSession(id),
+      busy: (id) => app.busy(id),
       artifacts: (id) => app.findArtifactStore(id),
       routes: (req, res) => dashboard.handle(req, res),
     });

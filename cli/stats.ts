@@ -88,6 +88,8 @@ export function renderStats(snapshots: StatsSnapshot[], now = new Date()): strin
   }
   const approvals = approvalLine(snapshots);
   if (approvals) out.push("", approvals);
+  const jobs = jobLine(snapshots);
+  if (jobs) out.push("", jobs);
   const registry = registryLine(snapshots);
   if (registry) out.push("", registry);
   const malformed = snapshots.reduce((n, s) => n + s.malformedFrames, 0);
@@ -106,6 +108,30 @@ function approvalLine(snapshots: StatsSnapshot[]): string {
   if (!asked && !unavailable) return "";
   return `Approvals: ${asked} asked, ${sum("approved")} approved, ${sum("declined")} declined, ` +
     `${sum("timedOut")} timed out; ${unavailable} needed but the client could not be asked`;
+}
+
+/** Background jobs and MCP tasks of every process together, or "" when there were none. */
+function jobLine(snapshots: StatsSnapshot[]): string {
+  const jobs = (key: keyof StatsSnapshot["jobs"]) => snapshots.reduce((n, s) => n + (s.jobs?.[key] ?? 0), 0);
+  const tasks = (key: keyof StatsSnapshot["tasks"]) =>
+    snapshots.reduce((n, s) => n + (s.tasks?.[key] ?? 0), 0);
+  const parts = [];
+  if (jobs("started")) {
+    parts.push(
+      `Jobs: ${jobs("started")} started, ${jobs("running")} running, ${jobs("done")} done, ${
+        jobs("failed")
+      } ` +
+        `failed, ${jobs("cancelled")} cancelled, ${jobs("overtime")} cancelled past CODEMODE_MAX_JOB_TIME`,
+    );
+  }
+  const ended = tasks("completed") + tasks("failed") + tasks("cancelled");
+  if (ended || tasks("working")) {
+    parts.push(
+      `MCP tasks: ${tasks("working")} working, ${tasks("completed")} completed, ${tasks("failed")} failed, ` +
+        `${tasks("cancelled")} cancelled`,
+    );
+  }
+  return parts.join("\n");
 }
 
 /** Registry searches and adds of every process together, or "" when there were none. */

@@ -102,6 +102,8 @@ export class Codemode {
   #stopApprovals?: () => void;
   /** The MCP server of each client session, for the clients' names in the published state. */
   #clients = new Map<string, McpServer>();
+  /** Counts an MCP server's working tasks (set once the server side has loaded). */
+  #workingTasks: (server: McpServer) => number = () => 0;
   #serving: { transport: "stdio" | "http"; url?: string; node?: string; startedAt: Date } | undefined;
 
   private constructor(options: CodemodeOptions, discovery: Discovery) {
@@ -173,6 +175,8 @@ export class Codemode {
       maxOutput: s.maxOutput,
       maxDisplay: s.maxDisplay,
       idleTimeout: s.idleTimeout,
+      maxJobs: s.maxJobs,
+      maxJobSeconds: s.maxJobTime,
       maxSessions: s.maxSessions,
       maxRuns: s.maxRuns,
       mounts: s.mounts,
@@ -245,6 +249,7 @@ export class Codemode {
     return {
       max_output: this.settings.maxOutput,
       max_display: this.settings.maxDisplay,
+      max_jobs: this.settings.maxJobs,
       precheck: this.settings.precheck,
       servers: [
         ...this.servers.map((s) => ({
@@ -276,6 +281,13 @@ export class Codemode {
   /** The artifact store of session `sessionKey`, if it has one. */
   findArtifactStore(sessionKey: string): ArtifactStore | undefined {
     return this.#stores.get(sessionKey);
+  }
+
+  /** Whether session `sessionKey` is at work: a run executing, MCP tasks working, or background jobs. */
+  busy(sessionKey: string): boolean {
+    const server = this.#clients.get(sessionKey);
+    return this.sessions.busy(sessionKey) || this.sessions.liveJobs(sessionKey) > 0 ||
+      (server !== undefined && this.#workingTasks(server) > 0);
   }
 
   /** Ends session `sessionKey`: stops its sandbox, deletes its artifacts, forgets its session approvals. */
@@ -318,7 +330,8 @@ export class Codemode {
     const prewarm = this.settings.prewarm === "on" ||
       (this.settings.prewarm === "stdio" && transport === "stdio");
     if (prewarm && transport === "stdio") this.sessions.prewarm(sessionKey);
-    const { createMcpServer } = await import("./serve/mcp_server.ts");
+    const { createMcpServer, workingTasks } = await import("./serve/mcp_server.ts");
+    this.#workingTasks = workingTasks;
     const skills = await this.skillStore();
     this.serving({ transport });
     const server = createMcpServer({
@@ -326,6 +339,7 @@ export class Codemode {
       output: this.#options.plugins.output(this.settings.output),
       defaultTimeout: this.settings.timeout,
       maxTimeout: this.settings.maxTimeout,
+      maxTaskTime: this.settings.maxTaskTime,
       capabilities: () =>
         capabilityText(
           this.servers,

@@ -8,6 +8,7 @@ import type { BootstrapConfig, HostFrame } from "../core/sandbox/protocol.ts";
 import bootstrap from "./bootstrap.py" with { type: "text" };
 import runtimeInit from "./codemode_runtime/__init__.py" with { type: "text" };
 import artifacts from "./codemode_runtime/artifacts.py" with { type: "text" };
+import asyncioRun from "./codemode_runtime/asyncio_run.py" with { type: "text" };
 import capture from "./codemode_runtime/capture.py" with { type: "text" };
 import channel from "./codemode_runtime/channel.py" with { type: "text" };
 import context from "./codemode_runtime/context.py" with { type: "text" };
@@ -17,6 +18,8 @@ import executor from "./codemode_runtime/executor.py" with { type: "text" };
 import figures from "./codemode_runtime/figures.py" with { type: "text" };
 import files from "./codemode_runtime/files.py" with { type: "text" };
 import frames from "./codemode_runtime/frames.py" with { type: "text" };
+import job from "./codemode_runtime/job.py" with { type: "text" };
+import jobs from "./codemode_runtime/jobs.py" with { type: "text" };
 import kernel from "./codemode_runtime/kernel.py" with { type: "text" };
 import mplBackend from "./codemode_runtime/mpl_backend.py" with { type: "text" };
 import output from "./codemode_runtime/output.py" with { type: "text" };
@@ -46,6 +49,7 @@ export const BOOTSTRAP_SOURCE: string = bootstrap;
 export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime": runtimeInit,
   "codemode_runtime.artifacts": artifacts,
+  "codemode_runtime.asyncio_run": asyncioRun,
   "codemode_runtime.capture": capture,
   "codemode_runtime.channel": channel,
   "codemode_runtime.context": context,
@@ -55,6 +59,8 @@ export const MODULES: Readonly<Record<string, string>> = Object.freeze({
   "codemode_runtime.figures": figures,
   "codemode_runtime.files": files,
   "codemode_runtime.frames": frames,
+  "codemode_runtime.job": job,
+  "codemode_runtime.jobs": jobs,
   "codemode_runtime.kernel": kernel,
   "codemode_runtime.mpl_backend": mplBackend,
   "codemode_runtime.output": output,

@@ -26,6 +26,7 @@ import { benchStandalone } from "./bench_standalone.ts";
 import { benchFirstAnswer } from "./bench_first_answer.ts";
 import { benchDashboard } from "./bench_dashboard.ts";
 import { benchInstall } from "./bench_install.ts";
+import { benchJobs } from "./bench_jobs.ts";
 import { benchRegistry } from "./bench_registry.ts";
 import { benchHostile } from "./bench_hostile.ts";
 import { benchGvisor } from "./bench_gvisor.ts";
@@ -51,6 +52,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   firstanswer: benchFirstAnswer,
   dashboard: benchDashboard,
   install: benchInstall,
+  jobs: benchJobs,
   registry: benchRegistry,
   hostile: benchHostile,
   gvisor: benchGvisor,

@@ -296,6 +296,31 @@ const SPEC = {
     fallback: "32",
     doc: "Live sandbox sessions; a new one stops the least recently used idle one, or is refused",
   },
+  // Long work (docs/jobs.md).
+  maxJobs: {
+    env: "CODEMODE_MAX_JOBS",
+    aliases: [],
+    parse: positiveInt,
+    fallback: "16",
+    doc: "Background jobs one session may have running (runtime.start_job, and asyncio tasks a run leaves " +
+      "running)",
+  },
+  maxJobTime: {
+    env: "CODEMODE_MAX_JOB_TIME",
+    aliases: [],
+    parse: seconds("the longest a background job may run"),
+    fallback: "1h",
+    doc: "Longest a background job may run before it is cancelled; a session with running jobs is not " +
+      "stopped as idle within it",
+  },
+  maxTaskTime: {
+    env: "CODEMODE_MAX_TASK_TIME",
+    aliases: [],
+    parse: seconds("the longest a run_python task may run"),
+    fallback: "1h",
+    doc: "Longest timeout of a run_python called as an MCP task (instead of CODEMODE_MAX_TIMEOUT); its " +
+      "default timeout too",
+  },
   // Rich display (issue 13, part A).
   maxDisplay: {
     env: "CODEMODE_MAX_DISPLAY",

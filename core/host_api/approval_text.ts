@@ -6,14 +6,20 @@
  */
 import { redact } from "../upstream/redact.ts";
 
-/** What the text of a question is built from (an approval request). */
+/** What the text of a question is built from: the words of an approval request. */
 export interface QuestionParts {
+  /** What is asked about: "call" (the default) or another kind: "add_server", "plan". */
   kind?: string;
   server: string;
+  /** The tool of a call; for other kinds, what the request is about (e.g. the registry name). */
   tool: string;
+  /** The arguments as a person reads them: truncated, configured secrets redacted. */
   summary: string;
+  /** Which rule asks, and where it was set. */
   reason: string;
+  /** Kinds other than a call: the question's opening lines (a call's are built here). */
   text?: string;
+  /** Kinds other than a call: how refusals name the request (`Adding "x"`). */
   subject?: string;
 }
 

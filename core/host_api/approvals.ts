@@ -16,26 +16,13 @@
 import { randomUUID } from "node:crypto";
 import { log } from "../observe/log.ts";
 import { stats } from "../observe/stats.ts";
-import { isCall, type PlanSummary, questionText, subjectOf } from "./approval_text.ts";
+import { isCall, type PlanSummary, type QuestionParts, questionText, subjectOf } from "./approval_text.ts";
 
 export { planText, questionText, redactedText, summarizeArguments, SUMMARY_LIMITS } from "./approval_text.ts";
 export type { PlanSummary } from "./approval_text.ts";
 
 /** A request waiting for the user's approval (a tool call unless `kind` says otherwise). */
-export interface ApprovalRequest {
-  /** What is asked about: "call" (the default) or another kind: "add_server", "plan". */
-  kind?: string;
-  server: string;
-  /** The tool of a call; for other kinds, what the request is about (e.g. the registry name). */
-  tool: string;
-  /** The arguments as a person reads them: truncated, configured secrets redacted. */
-  summary: string;
-  /** Which rule asks, and where it was set. */
-  reason: string;
-  /** Kinds other than a call: the question's opening lines (a call's are built here). */
-  text?: string;
-  /** Kinds other than a call: how refusals name the request (`Adding "x"`). */
-  subject?: string;
+export interface ApprovalRequest extends QuestionParts {
   /**
    * The scopes a person may choose, the first being the default (a call: once, or the session); none
    * (an empty list) when the answer is for this request only.

@@ -56,6 +56,11 @@ export class CodemodeMetrics {
   readonly hostCalls: Counter<"method" | "outcome">;
   readonly hostCallDuration: Histogram<"method">;
   readonly malformedFrames: Counter;
+  readonly jobs: Gauge;
+  readonly jobsStarted: Counter;
+  readonly jobsEnded: Counter<"outcome">;
+  readonly tasks: Gauge;
+  readonly tasksEnded: Counter<"status">;
   #processMetrics?: Promise<void>;
 
   constructor() {
@@ -171,6 +176,35 @@ export class CodemodeMetrics {
     this.malformedFrames = new Counter({
       name: "codemode_malformed_frames_total",
       help: "Frames from sandboxes dropped as malformed or oversized",
+      registers,
+    });
+    this.jobs = new Gauge({
+      name: "codemode_jobs",
+      help: "Background jobs running in sandboxes now (runtime.start_job, and tasks a run left running)",
+      registers,
+    });
+    this.jobsStarted = new Counter({
+      name: "codemode_jobs_started_total",
+      help: "Background jobs started in sandboxes",
+      registers,
+    });
+    this.jobsEnded = new Counter({
+      name: "codemode_jobs_total",
+      help:
+        "Background jobs that ended, by outcome (done, failed, cancelled, overtime: cancelled by the host " +
+        "past CODEMODE_MAX_JOB_TIME)",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.tasks = new Gauge({
+      name: "codemode_tasks",
+      help: "run_python calls running as MCP tasks now",
+      registers,
+    });
+    this.tasksEnded = new Counter({
+      name: "codemode_tasks_total",
+      help: "run_python calls run as MCP tasks that ended, by status (completed, failed, cancelled)",
+      labelNames: ["status"],
       registers,
     });
   }

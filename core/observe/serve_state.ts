@@ -27,6 +27,30 @@ export interface SessionInfo {
   startedAt?: string;
   lastUsedAt: string;
   runs: number;
+  /** Background jobs of the session's sandbox (running, and the latest finished), oldest first. */
+  jobs?: JobInfo[];
+}
+
+/** A background job's state: "running" until the sandbox says it ended (or the host gave up on it). */
+export type JobState = "running" | "done" | "failed" | "cancelled";
+
+/** One background job of a sandbox session (core/host_api/jobs.ts keeps them). */
+export interface JobInfo {
+  id: string;
+  name: string;
+  /** "job" (runtime.start_job) or "task" (an asyncio task a run left running). */
+  kind: "job" | "task";
+  state: JobState;
+  startedAt: string;
+  endedAt?: string;
+  seconds: number;
+  /** Tool calls the job made (counted by the host). */
+  toolCalls: number;
+  error?: string;
+  /** The latest output it printed (a bounded tail). */
+  output: string;
+  /** Set when the host cancelled it for running past CODEMODE_MAX_JOB_TIME. */
+  overtime?: boolean;
 }
 
 /** One upstream MCP server: where it is in its lifecycle, and its tools as far as they are known. */

@@ -88,6 +88,10 @@ export interface StatsSnapshot {
   upstream: ServerStats[];
   malformedFrames: number;
   approvals: ApprovalCounts;
+  /** Background jobs in sandboxes: started, running now, and how the others ended. */
+  jobs: { started: number; running: number } & Record<JobOutcome, number>;
+  /** run_python calls run as MCP tasks: working now, and how the others ended. */
+  tasks: { working: number } & Record<TaskStatus, number>;
   registry: RegistryCounts;
 }
 
@@ -98,6 +102,11 @@ export interface RunningSandbox {
   isolation: Isolation;
   startedAt: string;
 }
+
+/** How a background job ended; "overtime": the host cancelled it past CODEMODE_MAX_JOB_TIME. */
+export type JobOutcome = "done" | "failed" | "cancelled" | "overtime";
+/** How a run_python call run as an MCP task ended. */
+export type TaskStatus = "completed" | "failed" | "cancelled";
 
 /** The most recent durations of one series and the largest ever seen. */
 class Recent {
@@ -126,6 +135,8 @@ class Recent {
 }
 
 const RUN_OUTCOMES: RunOutcome[] = ["ok", "error", "timeout", "cancelled"];
+const JOB_OUTCOMES: JobOutcome[] = ["done", "failed", "cancelled", "overtime"];
+const TASK_STATUSES: TaskStatus[] = ["completed", "failed", "cancelled"];
 const label = (name: string) => (labels: Record<string, string | number>) => String(labels[name] ?? "");
 const serverTool = (labels: Record<string, string | number>) => `${labels.server}\u0000${labels.tool}`;
 
@@ -227,6 +238,28 @@ export class Stats {
     else this.metrics.approvals.inc({ answer: event });
   }
 
+  /** A background job started in a sandbox. */
+  jobStarted(): void {
+    this.#changes++;
+    this.metrics.jobsStarted.inc();
+    this.metrics.jobs.inc();
+  }
+
+  /** A background job ended. */
+  jobEnded(outcome: JobOutcome): void {
+    this.#changes++;
+    this.metrics.jobsEnded.inc({ outcome });
+    this.metrics.jobs.dec();
+  }
+
+  /** A run_python call started as an MCP task, or ended (`status` given). */
+  task(status?: TaskStatus): void {
+    this.#changes++;
+    if (!status) return this.metrics.tasks.inc();
+    this.metrics.tasksEnded.inc({ status });
+    this.metrics.tasks.dec();
+  }
+
   /** Sandbox code searched the registry. */
   registryFind(ok: boolean): void {
     this.#changes++;
@@ -264,6 +297,13 @@ export class Stats {
       counterValues(m.registryFinds, label("outcome")),
       counterValues(m.serverAdds, label("answer")),
       counterValues(m.serverAddRefusals, label("reason")),
+    ]);
+    const [jobsStarted, jobsRunning, jobsEnded, tasksWorking, tasksEnded] = await Promise.all([
+      counterValues(m.jobsStarted),
+      counterValues(m.jobs),
+      counterValues(m.jobsEnded, label("outcome")),
+      counterValues(m.tasks),
+      counterValues(m.tasksEnded, label("status")),
     ]);
     const byOutcome = Object.fromEntries(RUN_OUTCOMES.map((o) => [o, runs.get(o) ?? 0])) as Record<
       RunOutcome,
@@ -327,6 +367,21 @@ export class Stats {
         declined: approvals.get("declined") ?? 0,
         timedOut: approvals.get("timeout") ?? 0,
         unavailable: approvals.get("unavailable") ?? 0,
+      },
+      jobs: {
+        started: jobsStarted.get("") ?? 0,
+        running: Math.max(0, jobsRunning.get("") ?? 0),
+        ...Object.fromEntries(JOB_OUTCOMES.map((o) => [o, jobsEnded.get(o) ?? 0])) as Record<
+          JobOutcome,
+          number
+        >,
+      },
+      tasks: {
+        working: Math.max(0, tasksWorking.get("") ?? 0),
+        ...Object.fromEntries(TASK_STATUSES.map((s) => [s, tasksEnded.get(s) ?? 0])) as Record<
+          TaskStatus,
+          number
+        >,
       },
       registry: {
         finds: (finds.get("ok") ?? 0) + (finds.get("error") ?? 0),

@@ -11,13 +11,15 @@
  *                                            in base64 pieces
  *   {type:"pause", id}                     stop execution `id`'s clock: the run waits for a person
  *   {type:"resume", id}                    restart it with the time that was left
+ *   {type:"cancel_job", id, reason}        cancel background job `id` (CODEMODE_MAX_JOB_TIME ran out)
  *   {type:"shutdown"}
  *
  * Sandbox -> host
  *   {type:"ready", python}                   after bootstrap; python = version string
- *   {type:"rpc", id, method, params}         a call into the host (tool calls, docs, search)
+ *   {type:"rpc", id, method, params, job?}   a call into the host (tool calls, docs, search); `job` names
+ *                                            the background job that made it (else it is the run's)
  *   {type:"output", id, stream:"stdout"|"stderr", data}   user output as produced
- *   {type:"done", id, status:"ok"|"error"|"timeout", value?, error?, dropped?:{stdout, stderr},
+ *   {type:"done", id, status:"ok"|"error"|"timeout", value?, error?, dropped?:{stdout, stderr}, notes?,
  *                                            check?:[{line, col, kind, message, fix}]}   check: what the
  *                                            pre-run check found, so nothing ran (or the syntax error)
  *   {type:"display", id, mime, size, text?, data?, more?, dropped?}   one display of the run (an image as
@@ -27,6 +29,12 @@
  *                                            sent after the run's code and before its done frame
  *   {type:"artifact_skipped", id, path, reason, size?}   a file left out, so the result can name it
  *   {type:"file_done", id, ok, error?}       a file frame's file is in place (or why not)
+ *   {type:"job", id, name, kind, state, seconds?, tool_calls?, error?, dropped?}   a background job started
+ *                                            (state "running") or ended ("done", "failed", "cancelled")
+ *   {type:"job_output", id, stream, data}    what a background job printed (batched, capped per job)
+ *
+ * Background jobs (core/host_api/jobs.ts) run between runs: the sandbox's event loop keeps running, so
+ * frames about jobs, and calls from them, arrive while no run is active.
  *
  * The sandbox is untrusted: every frame it sends is parsed here, and anything that does not fit is
  * counted and dropped, never obeyed.
@@ -45,6 +53,8 @@ import * as z from "zod";
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
 const id = z.union([z.string(), z.number()]);
+/** A job id as the sandbox names them ("job-3"). */
+const jobId = z.string().max(64);
 
 /** Why the sandbox left a file in /workspace/artifacts out (it says so, so the result can name it). */
 export const ARTIFACT_SKIP_REASONS = [
@@ -65,6 +75,7 @@ export const SandboxFrame = z.discriminatedUnion("type", [
     id,
     method: z.string().max(64),
     params: z.record(z.string(), z.unknown()).default({}),
+    job: jobId.optional(),
   }),
   z.object({
     type: z.literal("output"),
@@ -79,6 +90,7 @@ export const SandboxFrame = z.discriminatedUnion("type", [
     value: z.string().optional(),
     error: z.string().optional(),
     dropped: z.object({ stdout: z.number(), stderr: z.number() }).partial().optional(),
+    notes: z.array(z.string().max(2000)).max(10).optional(),
     /** The pre-run check's findings (sanitised and capped on the host, see run_result.ts). */
     check: z.array(z.unknown()).max(10_000).optional(),
   }),
@@ -114,6 +126,23 @@ export const SandboxFrame = z.discriminatedUnion("type", [
     ok: z.boolean(),
     error: z.string().max(4000).optional(),
   }),
+  z.object({
+    type: z.literal("job"),
+    id: jobId,
+    name: z.string().max(200).optional(),
+    kind: z.enum(["job", "task"]).optional(),
+    state: z.enum(["running", "done", "failed", "cancelled"]),
+    seconds: z.number().nonnegative().optional(),
+    tool_calls: z.number().int().nonnegative().optional(),
+    error: z.string().max(8000).optional(),
+    dropped: z.number().int().nonnegative().optional(),
+  }),
+  z.object({
+    type: z.literal("job_output"),
+    id: jobId,
+    stream: z.enum(["stdout", "stderr"]),
+    data: z.string(),
+  }),
 ]);
 
 /** A validated frame from the sandbox. */
@@ -145,6 +174,7 @@ export type HostFrame =
   }
   | { type: "pause"; id: string }
   | { type: "resume"; id: string }
+  | { type: "cancel_job"; id: string; reason: string }
   | { type: "shutdown" };
 
 /** What the sandbox runtime is told at start-up. */
@@ -153,6 +183,8 @@ export interface BootstrapConfig {
   max_output: number;
   /** Cap on the bytes of all displays of one execution (images, tables); beyond it they are dropped. */
   max_display?: number;
+  /** Most background jobs one session may have running (CODEMODE_MAX_JOBS). */
+  max_jobs?: number;
   /**
    * Every configured, allowed server, so proxies exist before first use, and the servers the session
    * added from a registry (`added` says from which entry).

@@ -35,6 +35,12 @@ export interface RunRecord {
 export const CANCELLED =
   "Cancelled by the client: execution was interrupted; globals assigned before that point are kept";
 
+/** What a timed-out run's result says to do instead. */
+export const LONGER_WORK =
+  "for work longer than a run's timeout, start it in the background with `job = runtime.start_job(work)` " +
+  "and collect it in a later run with `await runtime.wait(job)` (runtime.jobs() shows progress), or call " +
+  "run_python as an MCP task if the client supports tasks";
+
 /** The result of a run that ended as `end`; host-side ends mean the sandbox was killed. */
 export function runResult(end: RunEnd, run: RunRecord): RunResult {
   const shown = run.displays?.result();
@@ -51,6 +57,7 @@ export function runResult(end: RunEnd, run: RunRecord): RunResult {
   ];
   if ("stopped" in end) {
     const deadline = end.stopped === "deadline";
+    if (deadline) notes.push(LONGER_WORK);
     return {
       ...base,
       status: deadline ? "timeout" : "cancelled",
@@ -82,8 +89,10 @@ export function runResult(end: RunEnd, run: RunRecord): RunResult {
     const dropped = end.dropped?.[stream] ?? 0;
     if (dropped > 0 && !run[stream].truncated) notes.push(truncationNote(stream, dropped, run[stream].cap));
   }
+  notes.push(...end.notes ?? []);
   // A run that finished before the interrupt landed keeps its result.
   const cancelled = run.cancelled && end.status !== "ok";
+  if (end.status === "timeout" && !cancelled) notes.push(LONGER_WORK);
   const check = end.status === "error" ? checkFindings(end.check) : [];
   return {
     ...base,

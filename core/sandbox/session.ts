@@ -14,7 +14,7 @@ import {
 import type { RunResult } from "../contracts/output.ts";
 import { DEFAULT_MAX_FRAME_BYTES, type HostFrame, SandboxFrame } from "./protocol.ts";
 import { readFrames } from "./frame_reader.ts";
-import { pythonErrorType, type RpcContext, type RpcHandler } from "../host_api/rpc.ts";
+import { pythonErrorType, type RpcContext, RpcError, type RpcHandler } from "../host_api/rpc.ts";
 import { RunClock } from "../host_api/run_clock.ts";
 import { RunCalls } from "../host_api/run_calls.ts";
 import type { Approver } from "../host_api/approvals.ts";
@@ -27,6 +27,7 @@ import { nestingDepth } from "../host_api/tool_result.ts";
 import type { ArtifactStore } from "../artifacts/store.ts";
 import { ArtifactReceiver, MAX_ARTIFACTS_PER_RUN, withArtifacts } from "./artifact_receiver.ts";
 import { FileSender, type SandboxFile } from "./file_sender.ts";
+import { SessionJobs } from "../host_api/jobs.ts";
 
 /** How a session is started and run. */
 export interface SandboxSessionOptions {
@@ -45,6 +46,10 @@ export interface SandboxSessionOptions {
   startTimeoutMs?: number;
   /** How long after its timeout a run may take to stop before the sandbox is killed. */
   graceMs?: number;
+  /** Most background jobs running at once (CODEMODE_MAX_JOBS; the sandbox is told the same). */
+  maxJobs?: number;
+  /** Seconds a background job may run (CODEMODE_MAX_JOB_TIME). */
+  maxJobSeconds?: number;
 }
 
 /** Receives a run's output as the sandbox produces it (before the per-run cap applies). */
@@ -108,6 +113,7 @@ export class SandboxSession {
   #launched = false;
   #exitCounted = false;
   #files = new FileSender((frame) => this.#send(frame));
+  readonly #jobs: SessionJobs;
   /** Set by kill(): a start still waiting for the runtime ends the sandbox it gets. */
   #stopped = false;
   /** Frames from the sandbox that were dropped as malformed or oversized. */
@@ -120,6 +126,17 @@ export class SandboxSession {
   /** Creates a session; nothing starts until `start()`. */
   constructor(options: SandboxSessionOptions) {
     this.#options = options;
+    this.#jobs = new SessionJobs({
+      session: options.sandbox.name,
+      maxJobs: options.maxJobs ?? 16,
+      maxJobSeconds: options.maxJobSeconds ?? 3600,
+      cancel: (id, reason) => void this.#send({ type: "cancel_job", id, reason }).catch(() => {}),
+    });
+  }
+
+  /** The background jobs sandbox code left running (they go on between runs). */
+  get jobs(): SessionJobs {
+    return this.#jobs;
   }
 
   /** The sandbox's name (its container name). */
@@ -222,6 +239,7 @@ export class SandboxSession {
   /** Asks the sandbox to exit, then makes sure it is gone; `reason` is what stats count the exit as. */
   async close(reason = "closed"): Promise<void> {
     this.#ended(reason);
+    this.#jobs.close(reason);
     if (this.#alive) {
       await Promise.race([this.#send({ type: "shutdown" }).catch(() => {}), sleep(200)]);
       await Promise.race([this.#process?.exited, sleep(500)]);
@@ -233,6 +251,7 @@ export class SandboxSession {
   async kill(reason = "killed"): Promise<void> {
     this.#stopped = true;
     this.#ended(reason);
+    this.#jobs.close(reason);
     this.#alive = false;
     await this.#process?.kill();
   }
@@ -246,6 +265,8 @@ export class SandboxSession {
     }
     const id = `run-${++this.#runs}-${crypto.randomUUID()}`;
     const maxOutput = this.#options.maxOutput;
+    // Calls a background job makes that need approval are put to whoever the latest run would ask.
+    if (options.approve) this.#jobs.approver = options.approve;
     let finish!: (frame: DoneFrame) => void;
     const done = new Promise<DoneFrame>((resolve) => (finish = resolve));
     const scope = currentLogScope() ?? (options.requestId ? { requestId: options.requestId } : undefined);
@@ -301,7 +322,7 @@ export class SandboxSession {
       signal?.addEventListener("abort", onAbort, { once: true });
     });
     const record = () => ({ ...run, duration: (performance.now() - started) / 1000, timeoutSeconds });
-    const result = (end: RunEnd) => run.calls.finish(runResult(end, record()));
+    const result = (end: RunEnd) => withJobNotes(run.calls.finish(runResult(end, record())), this.#jobs);
     // Artifacts that arrived are kept even when the run was stopped: they are finished after the kill.
     const withFiles = async (r: RunResult) => withArtifacts(r, await run.artifacts?.finish());
     try {
@@ -438,16 +459,35 @@ export class SandboxSession {
       case "file_done":
         this.#files.done(frame);
         return;
+      case "job":
+      case "job_output": {
+        const problem = this.#jobs.take(frame);
+        if (problem) this.#malformed(problem);
+        return;
+      }
     }
   }
 
   async #serveRpc(frame: Extract<SandboxFrame, { type: "rpc" }>, run: ActiveRun | undefined): Promise<void> {
     let reply: Extract<HostFrame, { type: "rpc_result" }>;
     const started = performance.now();
-    const context = run?.calls.context ?? { ...NO_RUN, session: this.#options.session ?? this.name };
-    const call = () => this.#options.rpc(frame.method, frame.params, context);
+    // A call a background job made is served under the job's context, whether or not a run is active.
+    const session = this.#options.session ?? this.name;
+    const jobContext = frame.job === undefined ? undefined : this.#jobs.context(frame.job, session);
+    const context = jobContext ?? run?.calls.context ?? { ...NO_RUN, session };
+    const scope = jobContext ? { requestId: jobContext.requestId } : run?.scope;
+    const call = () => {
+      if (frame.job !== undefined && !jobContext) {
+        throw new RpcError(
+          "RuntimeError",
+          `Job ${frame.job} is not running here, so it cannot call the host`,
+        );
+      }
+      if (jobContext && frame.method === "call_tool") this.#jobs.toolCall(frame.job!);
+      return this.#options.rpc(frame.method, frame.params, context);
+    };
     try {
-      const value = await (run?.scope ? withLogScope(run.scope, call) : call());
+      const value = await (scope ? withLogScope(scope, call) : call());
       reply = { type: "rpc_result", id: frame.id, ok: true, value: value ?? null };
       // Python's json module recurses per level: a deeper value would kill the sandbox's frame reader.
       if (nestingDepth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
@@ -524,6 +564,7 @@ export class SandboxSession {
       // An exit we asked for (close, kill) is routine.
       log.debug("sandbox exited", { sandbox: this.name, reason });
     }
+    this.#jobs.close(reason);
     for (const waiter of this.#exitWaiters) waiter(reason);
     this.#exitWaiters.clear();
     this.#files.failAll(`the sandbox ended (${reason})`);
@@ -533,6 +574,12 @@ export class SandboxSession {
     if (!this.#alive) return Promise.resolve("the sandbox is not running");
     return new Promise((resolve) => this.#exitWaiters.add(resolve));
   }
+}
+
+/** `result` with notes about background work that ended since the last run. */
+function withJobNotes(result: RunResult, jobs: SessionJobs): RunResult {
+  const notes = jobs.takeNotes();
+  return notes.length ? { ...result, notes: [...result.notes ?? [], ...notes] } : result;
 }
 
 function rpcError(

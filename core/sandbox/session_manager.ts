@@ -52,8 +52,15 @@ export interface SessionManagerOptions {
   maxOutput: number;
   /** Cap on one run's displays, in bytes. */
   maxDisplay?: number;
-  /** Seconds a session may sit idle before it is stopped. */
+  /**
+   * Seconds a session may sit idle before it is stopped: counted from its last run or its jobs' last
+   * activity, whichever is later; a session with running jobs is not idle (within CODEMODE_MAX_JOB_TIME).
+   */
   idleTimeout: number;
+  /** Most background jobs one session may run (CODEMODE_MAX_JOBS). */
+  maxJobs?: number;
+  /** Seconds a background job may run (CODEMODE_MAX_JOB_TIME). */
+  maxJobSeconds?: number;
   /** Seconds after a run's timeout before a sandbox that did not stop is killed. */
   graceSeconds?: number;
   /**
@@ -177,7 +184,12 @@ export class SessionManager {
 
   /** The live sessions and their sandboxes. */
   list(): SessionInfo[] {
-    return [...this.#entries].map(([key, entry]) => ({
+    return [...this.#entries].map(([key, entry]) => this.#info(key, entry));
+  }
+
+  #info(key: string, entry: Entry): SessionInfo {
+    const jobs = entry.ready?.jobs.list() ?? [];
+    return {
       key,
       state: !entry.ready ? "starting" : entry.busy ? "running" : "idle",
       ...(entry.ready
@@ -191,7 +203,13 @@ export class SessionManager {
         : {}),
       lastUsedAt: entry.lastUsedAt.toISOString(),
       runs: entry.runs,
-    }));
+      ...(jobs.length ? { jobs } : {}),
+    };
+  }
+
+  /** The live jobs of the session for `key` (0 when it has no sandbox). */
+  liveJobs(key: string): number {
+    return this.#entries.get(key)?.ready?.jobs.live ?? 0;
   }
 
   /** Starts the session for `key` ahead of its first run (e.g. to hide start-up latency). */
@@ -350,6 +368,8 @@ export class SessionManager {
         maxOutput: o.maxOutput,
         maxDisplay: o.maxDisplay,
         graceMs: (o.graceSeconds ?? 2) * 1000,
+        maxJobs: o.maxJobs,
+        maxJobSeconds: o.maxJobSeconds,
       });
       entry.sandbox = session;
       try {
@@ -417,9 +437,16 @@ export class SessionManager {
   #roomForOneMore(): boolean {
     const max = this.#options.maxSessions;
     if (max === undefined || this.#entries.size < max) return true;
+    // Sessions with background jobs running go last: stopping one stops its jobs.
     let lru: [string, Entry] | undefined;
+    const jobs = (entry: Entry) => entry.ready?.jobs.live ? 1 : 0;
     for (const pair of this.#entries) {
-      if (pair[1].busy === 0 && (!lru || pair[1].used < lru[1].used)) lru = pair;
+      if (pair[1].busy > 0) continue;
+      if (
+        !lru || jobs(pair[1]) < jobs(lru[1]) || (jobs(pair[1]) === jobs(lru[1]) && pair[1].used < lru[1].used)
+      ) {
+        lru = pair;
+      }
     }
     if (!lru) return false;
     const [key, entry] = lru;
@@ -438,14 +465,21 @@ export class SessionManager {
       "can start; try again when a run has finished";
   }
 
-  #armIdle(key: string, entry: Entry): void {
+  #armIdle(key: string, entry: Entry, ms = this.#options.idleTimeout * 1000): void {
     if (entry.idle) clearTimeout(entry.idle);
     entry.idle = setTimeout(() => {
       if (entry.busy > 0 || this.#entries.get(key) !== entry) return;
+      // Idle counts from the last run or the jobs' last activity; running jobs keep the session (the
+      // host cancels each at CODEMODE_MAX_JOB_TIME, so this cannot go on for ever).
+      const jobs = entry.ready?.jobs;
+      const idleMs = this.#options.idleTimeout * 1000;
+      if (jobs?.live) return this.#armIdle(key, entry);
+      const quietMs = Date.now() - Math.max(entry.lastUsedAt.getTime(), jobs?.lastActivity ?? 0);
+      if (quietMs < idleMs) return this.#armIdle(key, entry, idleMs - quietMs);
       this.#entries.delete(key);
       log.info("stopping idle sandbox", { session: key });
       void this.#stop(entry, "idle");
-    }, this.#options.idleTimeout * 1000);
+    }, ms);
     (entry.idle as { unref?: () => void }).unref?.();
   }
 

@@ -2,9 +2,10 @@
  * MCP over Streamable HTTP: one `node:http` server, one MCP session per client (its `Mcp-Session-Id`,
  * minted with this node's id so a balancer can route by it), each with its own MCP server and so its own
  * sandbox. A session ends when its client sends DELETE, when it has had no open request for the idle
- * timeout, or when the server closes. Every request passes the guard (Host, Origin, token) and the body
- * cap before it is parsed. `/readyz` says whether the node takes new sessions; a draining node refuses
- * them (503) and keeps serving its live ones.
+ * timeout and nothing of it is still at work (an MCP task, a background job), or when the server closes;
+ * so a client whose connection dropped can come back to its session and collect its tasks. Every request
+ * passes the guard (Host, Origin, token) and the body cap before it is parsed. `/readyz` says whether the
+ * node takes new sessions; a draining node refuses them (503) and keeps serving its live ones.
  * @module
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -42,7 +43,10 @@ export interface HttpServerOptions {
   allowedHosts?: readonly string[];
   /** Whether a new session could get a sandbox now; `/readyz` answers 503 "full" when not. */
   room?(): boolean;
-  /** Whether a run executes in the session's sandbox now: a drain ends no session in the middle of one. */
+  /**
+   * Whether a session is at work: a run executing in its sandbox, an MCP task working, a background job
+   * running. A drain ends no session while it is (until the drain timeout), nor does the idle timeout.
+   */
   busy?(sessionId: string): boolean;
   /** Largest request body in bytes (default 4 MiB); larger ones get 413. */
   maxBodyBytes?: number;
@@ -305,7 +309,9 @@ export class McpHttpServer {
 
   #armIdle(id: string, session: Session): void {
     session.idle = setTimeout(() => {
-      if (session.open === 0) void this.#end(id, "idle");
+      if (session.open > 0) return;
+      if (this.#options.busy?.(id)) return this.#armIdle(id, session);
+      void this.#end(id, "idle");
     }, this.#options.idleTimeout * 1000);
     (session.idle as { unref?: () => void }).unref?.();
   }

@@ -76,17 +76,18 @@ class Transport:
 
     def __init__(self, config, host):
         from codemode_runtime.embedded import EmbeddedSession
-        from codemode_runtime.rpc import RpcClient
 
         self.host = host
-        self.session = EmbeddedSession(config, host.send)
         # The mailbox lets a blocking call take its answer while Python waits: _sync helpers, dir(), help().
-        self.session.kernel.rpc = RpcClient(self.session.send, self.block)
-        self.writers = (_Writer(sys.stdout, host, "stdout"), _Writer(sys.stderr, host, "stderr"))
+        self.session = EmbeddedSession(config, host.send, block=self.block)
+        routers = (sys.stdout, sys.stderr)  # a job's output goes to the job, the rest to the writers below
+        self.writers = (_Writer(routers[0].inner, host, "stdout"), _Writer(routers[1].inner, host, "stderr"))
+        routers[0].inner, routers[1].inner = self.writers
+        self.streams = routers
         run_async = self.session.kernel.run_async
 
         async def run_cell(code):
-            sys.stdout, sys.stderr = self.writers  # even if the last cell replaced them
+            sys.stdout, sys.stderr = self.streams  # even if the last cell replaced them
             try:
                 return await run_async(code)
             finally:
@@ -152,6 +153,7 @@ class Transport:
 
         outcome = Outcome("error", error=f"{type(exc).__name__}\n", exception=exc)
         timed_out = timeout_of(frame) if isinstance(exc, KeyboardInterrupt) else None
+        self.session.kernel.end_run(outcome)
         self.session.send(self.session.kernel.done_frame(frame.get("id"), outcome, timed_out_after=timed_out))
 
 

@@ -1,11 +1,13 @@
 """Frames over private copies of the process's stdin/stdout, or of a direct channel fd the runtime handed
 over (CPython transport).
 
-Who reads: while an async cell runs, its event loop reads the channel itself (`attach`), so an answer
-reaches the awaiting task without a second thread waking the loop; otherwise a daemon thread does. The
-thread also takes over when the loop thread blocks in a synchronous call (`block`), and when the loop
-stops reading (CPU-bound user code) while frames wait, so an interrupt still lands. Reads never block
-and happen under one lock, so whichever side reads, frames are split and dispatched in order.
+Who reads: the session's event loop reads the channel itself once attached (`attach`), so an answer
+reaches the awaiting task without a second thread waking the loop; before that a daemon thread does. The
+thread also reads while any thread blocks in a synchronous call (`block` lends it the channel), and
+`stall_check()`, which the watchdog calls every 10 ms while a run is armed, steps in when the loop stops
+reading (CPU-bound user code) while frames wait, so an interrupt still lands. Otherwise the thread sleeps
+until it is needed: an idle sandbox costs no CPU. Reads never block and happen under one lock, so
+whichever side reads, frames are split and dispatched in order.
 """
 import _signal  # signal.pthread_sigmask wraps its answer in enums on every call; this is the hot path
 import os
@@ -21,8 +23,8 @@ _ATOMIC_WRITE = 4096
 """Frames up to this size go out in one write that a signal cannot split (PIPE_BUF, one socket skb)."""
 _READ_BYTES = 1 << 20
 """Most bytes one read takes from the channel."""
-_STALL_CHECK = 0.01
-"""Seconds between the thread's checks that an attached loop still reads what arrives."""
+STALL_CHECK = 0.01
+"""Seconds between checks that an attached loop still reads what arrives, while a run is armed."""
 
 
 class Channel:
@@ -50,9 +52,12 @@ class Channel:
         self._loop_thread = None
         self._lent = 0
         """How many blocking calls on the loop's thread wait for the reader thread to read for them."""
+        self._lent_lock = threading.Lock()
         self._loop_reads = 0
+        self._seen_reads = -1
         self._on_frame = None
         self._on_close = None
+        self._forked = False
 
     @classmethod
     def from_stdio(cls, pending=b""):
@@ -76,7 +81,9 @@ class Channel:
         return cls(private, private, sock=socket.socket(fileno=private))
 
     def send(self, frame):
-        """Writes one frame; raises ValueError for frames over the size cap."""
+        """Writes one frame; raises ValueError for frames over the size cap. A fork()ed child sends nothing."""
+        if self._forked:
+            return
         data = encode(frame)
         # A timeout's SIGINT must not land between two partial writes and cut a frame in half; blocked
         # here, it is delivered (and raised) once the frame is out. A small frame is one atomic write.
@@ -116,17 +123,36 @@ class Channel:
         self._loop = None
         self._wake()
 
+    def forked(self):
+        """In a fork()ed child: stop reading and sending (the channel belongs to the parent). The loop's
+        selector is left alone: the child shares its epoll instance with the parent, so unregistering the
+        channel there would unregister it for the parent too."""
+        self._forked = True
+
     def block(self, event):
-        """How a synchronous call waits: on the loop's thread, the reader thread reads for it meanwhile."""
-        if self._loop is None or threading.get_ident() != self._loop_thread:
+        """How a synchronous call waits: the reader thread reads for it meanwhile (the loop may be the one
+        blocked, or busy with code that does not await)."""
+        if self._loop is None:
             event.wait()
             return
-        self._lent += 1
+        with self._lent_lock:
+            self._lent += 1
         self._wake()
         try:
             event.wait()
         finally:
-            self._lent -= 1
+            with self._lent_lock:
+                self._lent -= 1
+
+    def stall_check(self):
+        """Reads what waits when the attached loop read nothing since the last check (it runs code that does
+        not await); cheap when it did. Called from the watchdog's thread while a run is armed."""
+        if self._loop is None or self._forked:
+            return
+        reads = self._loop_reads
+        if reads == self._seen_reads and select.select([self._read_fd], [], [], 0)[0]:
+            self._pump()
+        self._seen_reads = reads
 
     def _wake(self):
         try:
@@ -150,8 +176,8 @@ class Channel:
         poller = select.poll()
         poller.register(self._wake_r, select.POLLIN)
         watching = False
-        seen_reads = -1
         while True:
+            # Reading while no loop is attached, or while a blocked call waits for an answer; else asleep.
             reading = self._loop is None or self._lent > 0
             if reading != watching:
                 if reading:
@@ -159,21 +185,16 @@ class Channel:
                 else:
                     poller.unregister(self._read_fd)
                 watching = reading
-            events = poller.poll(None if reading else _STALL_CHECK * 1000)
+            events = poller.poll()
             if any(fd == self._wake_r for fd, _ in events):
                 os.read(self._wake_r, 4096)
-            if reading:
-                if any(fd == self._read_fd for fd, _ in events):
-                    self._pump()
-            elif not events:
-                # The loop is attached: step in only when frames wait and it read nothing since last time.
-                reads = self._loop_reads
-                if reads == seen_reads and select.select([self._read_fd], [], [], 0)[0]:
-                    self._pump()
-                seen_reads = reads
+            if reading and any(fd == self._read_fd for fd, _ in events):
+                self._pump()
 
     def _pump(self):
         """Reads what has arrived and dispatches every complete frame; callable from any thread."""
+        if self._forked:
+            return
         with self._read_lock:
             try:
                 size = self._recv()

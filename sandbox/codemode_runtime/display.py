@@ -53,6 +53,8 @@ class Displayer:
         self.used = 0
         self.count = 0
         self.figures = figures.FigureTracker(self)
+        self.job_of = None
+        """Returns the Job the calling code belongs to (its displays are kept for it), or None."""
 
     def begin(self, execution_id):
         """Starts a run: its frames carry `execution_id`, and its budget is full again."""
@@ -82,7 +84,12 @@ class Displayer:
         self.figures.show(render)
 
     def show(self, rep):
-        """Sends one (mime, data, text) representation, or announces it dropped when over the budget."""
+        """Sends one (mime, data, text) representation, or announces it dropped when over the budget. A job's
+        displays are kept with the job instead, for the run that waits for it."""
+        job = self.job_of() if self.job_of is not None else None
+        if job is not None:
+            job.keep_display(rep)
+            return
         mime, data, text = rep
         size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
         with self._lock:

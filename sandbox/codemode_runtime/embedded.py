@@ -8,12 +8,14 @@ once the answer was handed to `handle`; by default blocking calls fail. Output i
 captured by replacing sys.stdout/sys.stderr. Timeouts cancel the running task at its next await; code
 that never awaits can only be stopped by the host (Pyodide's interrupt buffer raises KeyboardInterrupt,
 or the host drops the whole interpreter). `pause`/`resume` frames stop and restart the timeout while the
-host waits for a person.
+host waits for a person. Runs are tasks of the host's loop, which keeps running between runs, so jobs go on
+(async ones only: without threads, a plain function cannot run in the background).
 """
 import asyncio
 import sys
 import time
 
+from .executor import Outcome
 from .frames import decode, encode
 from .kernel import Kernel, timeout_of
 from .output import FrameWriter, OutputStream
@@ -23,13 +25,13 @@ from .rpc import refuse_blocking
 class EmbeddedSession:
     """A kernel driven frame by frame by its host, inside the host's own event loop."""
 
-    def __init__(self, config, write, *, block=refuse_blocking, namespace=None):
+    def __init__(self, config, write, *, block=refuse_blocking, namespace=None, threads=False):
         self._write = write
-        self.kernel = Kernel(config, self.send, block=block, namespace=namespace)
+        self.kernel = Kernel(config, self.send, block=block, namespace=namespace, threads=threads)
         limit = self.kernel.config["max_output"]
         self._streams = (OutputStream("stdout", self.send, limit), OutputStream("stderr", self.send, limit))
         self._writers = tuple(FrameWriter(stream) for stream in self._streams)
-        sys.stdout, sys.stderr = self._writers
+        sys.stdout, sys.stderr = self.kernel.routers(*self._writers)
         self._current = None
         self._deadline = 0.0
         self._paused_at = None
@@ -71,9 +73,9 @@ class EmbeddedSession:
         timeout = timeout_of(frame)
         for stream in self._streams:
             stream.begin(execution_id)
-        self.kernel.begin(execution_id)
+        context = self.kernel.begin(execution_id)
         self._current, self._deadline, self._paused_at = execution_id, time.monotonic() + timeout, None
-        task = asyncio.ensure_future(self.kernel.run_async(frame.get("code") or ""))
+        task = self.kernel.loop.create_task(self.kernel.run_async(frame.get("code") or ""), context=context)
         while not task.done():
             left = self._deadline - time.monotonic()
             if self._paused_at is None and left <= 0:
@@ -84,7 +86,11 @@ class EmbeddedSession:
         # Past the deadline also when the host's interrupt (not our cancel) ended the task.
         overran = (self._paused_at or time.monotonic()) >= self._deadline
         self._current = None
-        outcome = task.result()
+        try:
+            outcome = task.result()
+        except BaseException as exc:  # interrupted outside the user's code, e.g. rendering a figure
+            outcome = Outcome("error", error=f"{type(exc).__name__}\n", exception=exc)
+            self.kernel.end_run(outcome)
         for writer in self._writers:
             writer.flush()
         self.kernel.collect_artifacts(execution_id)

@@ -1,9 +1,12 @@
 """Runs one cell of user code in the persistent namespace, like a REPL: top-level await works and the
-value of a final expression is returned."""
+value of a final expression is returned. Cells run inside the session's running event loop (as in Jupyter),
+so `asyncio.create_task()` and `asyncio.get_running_loop()` work at top level; top-level asyncio.run()
+calls are rewritten to awaits (asyncio_run.py)."""
 import ast
 import inspect
 import traceback
 
+from . import asyncio_run
 from .tracebacks import SourceMap, format_exception
 
 FILENAME = "<run_python>"
@@ -13,9 +16,10 @@ _FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
 class Outcome:
-    """What running a cell produced: status "ok" with an optional value repr, or "error" with text."""
+    """What running a cell produced: status "ok" with an optional value repr, or "error" with text; notes
+    for the result (e.g. tasks the run left that were cancelled)."""
 
-    __slots__ = ("status", "value", "error", "exception", "check")
+    __slots__ = ("status", "value", "error", "exception", "check", "notes")
 
     def __init__(self, status, value=None, error=None, exception=None, check=None):
         self.status = status
@@ -24,6 +28,7 @@ class Outcome:
         self.exception = exception
         self.check = check
         """The pre-run check's findings when it stopped the cell (or the cell did not compile)."""
+        self.notes = []
 
     def __repr__(self):
         return f"Outcome({self.status!r}, value={self.value!r}, error={self.error!r})"
@@ -49,6 +54,7 @@ class Executor:
         return self._compile_tree(tree, source)
 
     def _compile_tree(self, tree, source):
+        tree = asyncio_run.rewrite(tree, source)
         parts = []
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             head = ast.Module(body=tree.body[:-1], type_ignores=[])
@@ -62,25 +68,8 @@ class Executor:
             self.sources.add(code, source)
         return parts
 
-    def run(self, source, drive):
-        """Runs a cell; `drive(coroutine)` runs awaitable parts to completion and returns their value."""
-        parts = self._compile_or_outcome(source)
-        if isinstance(parts, Outcome):
-            return parts
-        value = None
-        try:
-            for code, is_expression in parts:
-                result = eval(code, self.namespace)
-                if code.co_flags & inspect.CO_COROUTINE:
-                    result = drive(result)
-                if is_expression:
-                    value = result
-        except BaseException as exc:  # noqa: BLE001 - user code may raise anything, even SystemExit
-            return self.failure(exc)
-        return self.success(value)
-
     async def run_async(self, source):
-        """Runs a cell inside an already running event loop (the Pyodide path)."""
+        """Runs a cell; call it from a task of the session's running loop."""
         parts = self._compile_or_outcome(source)
         if isinstance(parts, Outcome):
             return parts

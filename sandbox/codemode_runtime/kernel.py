@@ -1,19 +1,23 @@
 """One sandbox session without its transport: namespace, proxies, RPC, frames in and `done` frames out.
 
 A transport (process.py for CPython, a Pyodide host's glue) owns how frames travel, how output is
-captured and how timeouts interrupt; it drives the kernel through `handle`, `run`/`run_async` and
-`done_frame`.
+captured and how timeouts interrupt; it drives the kernel through `handle`, `begin`, `run_async` (in a task
+of the session's loop, created in the context `begin` returns) and `done_frame`. The loop keeps running
+between runs, so jobs and tasks a run left running go on (jobs.py).
 """
 import asyncio
 import builtins
 import sys
+import threading
 import types
 
-from . import context, figures
+from . import asyncio_run, context, figures
 from .artifacts import Artifacts
 from .display import DEFAULT_MAX_DISPLAY, Displayer
 from .executor import Executor
 from .files import FileReceiver
+from .job import OutputRouter, Run
+from .jobs import DEFAULT_MAX_JOBS, Jobs
 from .rpc import RpcClient
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024
@@ -25,10 +29,12 @@ class Kernel:
     """The transport-free core of a session.
 
     `send(frame)` delivers a frame to the host and may be called from any thread. `block(event)` is how
-    synchronous RPCs wait (see RpcClient). `namespace` defaults to a fresh `__main__` module's dict.
+    synchronous RPCs wait (see RpcClient). `namespace` defaults to a fresh `__main__` module's dict. `loop`
+    is the session's event loop (default: the current one); `threads` says whether plain functions may run
+    as jobs in threads.
     """
 
-    def __init__(self, config, send, *, block=None, namespace=None):
+    def __init__(self, config, send, *, block=None, namespace=None, loop=None, threads=True):
         self.config = normalise_config(config)
         self.send = send
         self.clock = None
@@ -39,9 +45,24 @@ class Kernel:
         self.executor = Executor(self.namespace, display_value=self.display.display_value)
         self.artifacts = Artifacts(send, self.config)
         self.files = FileReceiver(send)
+        self.loop = loop if loop is not None else asyncio.get_event_loop()
+        self._loop_thread = threading.get_ident()
+        self.jobs = Jobs(send, self.loop, self.call_in_loop, max_jobs=self.config["max_jobs"], threads=threads,
+                         describe=lambda exc: self.executor.failure(exc).error)
+        self.rpc.job_of = self.display.job_of = self.jobs.job_here
+        self.run = None
+        """The Run whose code is executing, if any."""
         context.kernel = self
+        asyncio_run.install()
         figures.install()
         self._install_api()
+
+    def call_in_loop(self, callback, *args):
+        """Runs `callback` on the loop's thread: now when already there, else as soon as the loop can."""
+        if threading.get_ident() == self._loop_thread:
+            callback(*args)
+        else:
+            self.loop.call_soon_threadsafe(callback, *args)
 
     def sync_output(self):
         """Pushes output written so far to the host, so a display lands after it; transports that capture
@@ -53,8 +74,15 @@ class Kernel:
                 pass
 
     def begin(self, execution_id):
-        """Starts a run: displays sent from now on belong to `execution_id`."""
+        """Starts a run: displays sent from now on belong to `execution_id`. Returns the context the run's
+        task must be created in (its code belongs to the run)."""
         self.display.begin(execution_id)
+        self.run = Run(execution_id)
+        return self.jobs.run_context(self.run)
+
+    def routers(self, stdout, stderr):
+        """sys.stdout and sys.stderr for a transport's streams: a job's output goes to the job."""
+        return OutputRouter(self.jobs, "stdout", stdout), OutputRouter(self.jobs, "stderr", stderr)
 
     def handle(self, frame):
         """Takes a host frame that needs no execution (rpc_result, file, pause, resume); False for anything
@@ -69,26 +97,36 @@ class Kernel:
         if kind in ("pause", "resume") and self.clock is not None:
             getattr(self.clock, kind)(frame.get("id"))
             return True
+        if kind == "cancel_job":
+            self.jobs.cancel_from_host(frame.get("id"), frame.get("reason"))
+            return True
         return False
 
-    def run(self, code, drive):
-        """Runs a cell; awaitable parts go through `drive(coroutine) -> value` (CPython path)."""
-        return self._end(self.executor.run(code, drive))
-
     async def run_async(self, code):
-        """Runs a cell inside the running event loop (Pyodide path)."""
+        """Runs a cell; call it from the task `begin` said how to create."""
         return self._end(await self.executor.run_async(code))
 
     def _end(self, outcome):
         """Shows the figures the cell left open (closes them unshown after a timeout); a figure that fails
-        to render fails a cell that didn't fail."""
+        to render fails a cell that didn't fail. Tasks the cell left running become jobs."""
         interrupted = isinstance(outcome.exception, (KeyboardInterrupt, asyncio.CancelledError))
         try:
             self.display.end(render=not interrupted)
         except Exception as exc:  # KeyboardInterrupt (a timeout) goes on to the transport
             if outcome.status == "ok":
-                return self.executor.failure(exc)
+                outcome = self.executor.failure(exc)
+        self.end_run(outcome)
         return outcome
+
+    def end_run(self, outcome=None):
+        """Ends the active run (once): tasks it left running become jobs; a note about any cancelled over
+        CODEMODE_MAX_JOBS rides on `outcome`."""
+        run, self.run = self.run, None
+        if run is None:
+            return
+        note = self.jobs.run_ended(run, own_task=_current_task())
+        if note and outcome is not None:
+            outcome.notes.append(note)
 
     def collect_artifacts(self, execution_id):
         """Sends the run's new and changed artifacts; call after the code ran and before the done frame."""
@@ -112,6 +150,8 @@ class Kernel:
             frame["check"] = outcome.check
         if dropped and any(dropped.values()):
             frame["dropped"] = dropped
+        if outcome.notes:
+            frame["notes"] = [_clip(note)[:2000] for note in outcome.notes[:10]]
         return frame
 
     def _install_api(self):
@@ -141,6 +181,7 @@ def normalise_config(config):
     """Fills defaults and checks the shape of the bootstrap config."""
     config = dict(config or {})
     config["max_output"] = int(config.get("max_output") or DEFAULT_MAX_OUTPUT)
+    config["max_jobs"] = int(config.get("max_jobs") or DEFAULT_MAX_JOBS)
     config["precheck"] = "off" if config.get("precheck") == "off" else "on"
     max_display = config.get("max_display")
     config["max_display"] = DEFAULT_MAX_DISPLAY if max_display is None else max(int(max_display), 0)
@@ -163,6 +204,13 @@ def timeout_of(frame):
     except (TypeError, ValueError):
         return DEFAULT_TIMEOUT
     return seconds if seconds > 0 else DEFAULT_TIMEOUT
+
+
+def _current_task():
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return None
 
 
 def _main_module():

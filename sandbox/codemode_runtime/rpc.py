@@ -45,7 +45,8 @@ class RpcClient:
     """Sends rpc frames through `send(frame)` and settles waiters when `resolve(frame)` gets the answer.
 
     `resolve` may run on any thread. Blocking calls wait with `block(event)`; a transport without threads
-    passes one that fails unless the host answered while `send` was still running.
+    passes one that fails unless the host answered while `send` was still running. A call made by a job
+    names it (`job`), so the host serves it under the job's context instead of a run's.
     """
 
     def __init__(self, send, block=None):
@@ -53,6 +54,8 @@ class RpcClient:
         self._block = block or threading.Event.wait
         self._pending = {}
         self._ids = itertools.count(1)
+        self.job_of = None
+        """Returns the Job the calling code belongs to, or None (set by the kernel)."""
 
     async def call(self, method, params):
         """Awaits the host's answer to `method(params)`; raises what the host reported."""
@@ -61,7 +64,7 @@ class RpcClient:
         rid = next(self._ids)
         self._pending[rid] = lambda frame: _deliver(loop, future, frame)
         try:
-            _send_call(self._send, {"type": "rpc", "id": rid, "method": method, "params": params})
+            _send_call(self._send, self._frame(rid, method, params))
             frame = await future
         finally:
             self._pending.pop(rid, None)
@@ -74,12 +77,21 @@ class RpcClient:
         rid = next(self._ids)
         self._pending[rid] = lambda frame: (answer.append(frame), event.set())
         try:
-            _send_call(self._send, {"type": "rpc", "id": rid, "method": method, "params": params})
+            _send_call(self._send, self._frame(rid, method, params))
             if not event.is_set():
                 self._block(event)
         finally:
             self._pending.pop(rid, None)
         return result_of(answer[0])
+
+    def _frame(self, rid, method, params):
+        frame = {"type": "rpc", "id": rid, "method": method, "params": params}
+        job = self.job_of() if self.job_of is not None else None
+        if job is not None:
+            frame["job"] = job.id
+            if method == "call_tool":
+                job.tool_calls += 1
+        return frame
 
     def resolve(self, frame):
         """Hands an rpc_result frame to whoever waits for it; unknown or late ids are ignored."""

@@ -8,6 +8,10 @@ is armed, so a late signal can never hit the runtime between executions.
 While the host waits for a person (an approval question), it sends `pause` and later `resume`: the clock
 stops in between and restarts with the time that was left. The host keeps its own deadline and pauses it
 the same way, so stopping this clock from inside gains sandbox code nothing.
+
+While armed, the thread also calls `stall_check()` every STALL_CHECK seconds (the channel's: it reads
+frames the event loop leaves waiting while user code computes), so a host's cancel reaches such code;
+disarmed, the thread sleeps until the next run.
 """
 import signal
 import threading
@@ -20,8 +24,10 @@ _REPEAT = 1.0
 class Watchdog:
     """Arms a deadline around each execution; must be created on the main thread."""
 
-    def __init__(self, loop):
+    def __init__(self, loop, stall_check=None, every=0.01):
         self.loop = loop
+        self._stall_check = stall_check
+        self._every = every
         """The event loop whose task gets cancelled; replaceable if user code closed the old one."""
         self._main = threading.main_thread().ident
         self._cond = threading.Condition()
@@ -89,7 +95,21 @@ class Watchdog:
     def _watch(self):
         with self._cond:
             while True:
-                if not self._armed or self._left is not None:
+                if not self._armed:
+                    self._sleeping_until = None
+                    self._cond.wait()
+                    continue
+                if self._stall_check is not None:
+                    # Armed, paused or not: the loop may be computing while frames (a cancel, the resume
+                    # of a pause) wait for it, so look every `_every` seconds until the deadline.
+                    delay = self._next - time.monotonic() if self._left is None else self._every
+                    if delay > 0:
+                        self._sleeping_until = min(self._next, time.monotonic() + self._every)
+                        self._cond.wait(min(delay, self._every))
+                        if self._armed:
+                            self._stall_check()
+                        continue
+                elif self._left is not None:
                     self._sleeping_until = None
                     self._cond.wait()
                     continue

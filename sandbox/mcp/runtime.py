@@ -39,6 +39,9 @@ __all__ = [
     "read_skill",
     "read_skill_sync",
     "dry_run",
+    "start_job",
+    "jobs",
+    "wait",
     "plan",
     "stubs",
     "find_servers",
@@ -191,6 +194,35 @@ def dry_run():
     return _dry_run.DryRun()
 
 
+def start_job(work, name=None):
+    """Runs `work` in the background and returns its job at once: a coroutine, an async function (called
+    with no arguments) or a plain function (run in a thread of its own). It goes on between runs; its tool
+    calls go through the host as any run's do. What it prints belongs to the job (see jobs(), job.output);
+    its displays are shown by the run that waits for it. `name` defaults to the function's name.
+
+        job = runtime.start_job(crawl)          # later: await runtime.wait(job); job.cancel()
+    """
+    return _jobs().start(work, name)
+
+
+def jobs():
+    """Every background job of this session (running, and the latest finished), oldest first: dicts with
+    id, name, state ("running", "done", "failed", "cancelled"), seconds, tool_calls, output_tail (the last
+    2 KiB it printed) and error. asyncio tasks a run left running are listed too, by their task name."""
+    return _jobs().list()
+
+
+async def wait(job, timeout=None):
+    """Waits for a job (a handle from start_job(), an asyncio task, or a job id) and returns its value, or
+    raises its error (asyncio.CancelledError when it was cancelled). With a timeout, raises TimeoutError
+    after that many seconds and leaves the job running. Displays the job made are shown in this run."""
+    return await _jobs().wait(job, timeout)
+
+
+def _jobs():
+    return context.current().jobs
+
+
 def plan(description):
     """A block whose calls the user approves once, as a whole: `async with runtime.plan("what it does"):`.
 
@@ -295,7 +327,10 @@ def capability_summary():
         "`async with runtime.dry_run():` plans calls instead of making them (read-only tools still run); "
         "`async with runtime.plan('what it does') as p:` runs its block dry, asks the user once to approve "
         "every call in it, then runs it again for real (p.dry is True the first time); "
-        "a call the user must approve waits for them, and a refusal raises PermissionError."
+        "a call the user must approve waits for them, and a refusal raises PermissionError. "
+        "Each run has a timeout: for longer work, `job = runtime.start_job(async_fn)` runs it in the "
+        "background between runs (runtime.jobs() lists jobs and their output, `await runtime.wait(job)` "
+        "collects the value, job.cancel() stops it); asyncio tasks keep running between runs too."
         + _registry_summary()
         + _skills_summary()
     )

@@ -49,7 +49,8 @@ export interface Attempt {
     | "mounts"
     | "skills"
     | "approvals"
-    | "registry";
+    | "registry"
+    | "jobs";
   name: string;
   /** Python, run after the prelude; prints its findings with report(...). */
   code?: string;
@@ -284,6 +285,21 @@ export async function hostProcessesOf(ctx: Ctx): Promise<number[]> {
   }
   return pids;
 }
+
+/** Python for host-API attempts: `await try_(name, coro)` sets `results[name]` to "allowed" when `coro`
+ * returned, else to the exception's type; `rpc` is the run's channel to the host. */
+export const TRY = `
+from codemode_runtime import context as _context
+from mcp import runtime
+rpc = _context.current().rpc
+results = {}
+async def try_(name, coro):
+    try:
+        await coro
+        results[name] = "allowed"
+    except Exception as e:
+        results[name] = type(e).__name__
+`;
 
 /** The findings an attempt printed with report(...). */
 export function facts(answer: Answer): Record<string, unknown> {

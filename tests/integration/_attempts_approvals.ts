@@ -8,21 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
-import { type Attempt, type Ctx, facts, noneAllowed } from "./_adversarial.ts";
-
-/** Python: `results[name]` is "allowed" when `coro` returned, else the exception type. */
-const TRY = `
-from codemode_runtime import context as _context
-from mcp import runtime
-rpc = _context.current().rpc
-results = {}
-async def try_(name, coro):
-    try:
-        await coro
-        results[name] = "allowed"
-    except Exception as e:
-        results[name] = type(e).__name__
-`;
+import { type Attempt, type Ctx, facts, noneAllowed, TRY } from "./_adversarial.ts";
 
 function noNotes(ctx: Ctx): void {
   const notes = existsSync(ctx.fix.notesFile) ? readFileSync(ctx.fix.notesFile, "utf8") : "";

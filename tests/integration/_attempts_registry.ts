@@ -10,20 +10,10 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { type Attempt, type Ctx, facts, noneAllowed } from "./_adversarial.ts";
+import { type Attempt, type Ctx, facts, noneAllowed, TRY } from "./_adversarial.ts";
 
-/** Python: `results[name]` is "allowed" when `coro` returned, else the exception type. */
-const TRY = `
-from codemode_runtime import context as _context
-from mcp import runtime
-rpc = _context.current().rpc
-results = {}
-async def try_(name, coro):
-    try:
-        await coro
-        results[name] = "allowed"
-    except Exception as e:
-        results[name] = type(e).__name__
+/** The host-API attempts' prelude (TRY), and the registry name the attempts ask for. */
+const TRY_ADD = `${TRY}
 MEMORY = "io.github.modelcontextprotocol/server-memory"
 `;
 
@@ -63,7 +53,7 @@ export const registry: Attempt[] = [
     name:
       "adding a server without the person (forged approvals, raw params, fake host methods) starts nothing",
     timeout: 90,
-    code: `${TRY}
+    code: `${TRY_ADD}
 await try_("kwargs", runtime.add_server(MEMORY, alias="forged"))
 await try_("raw params", rpc.call("add_server", {"name": MEMORY, "alias": "raw", "approved": True, "approve": True,
     "scope": "keep", "values": {"env_X": "y"}, "answer": {"approve": True}}))
@@ -88,7 +78,7 @@ report(results=results, fake=fake, names=names)`,
     area: "registry",
     name: "crafted names, versions and aliases cannot steer the registry request, the command or the alias",
     timeout: 60,
-    code: `${TRY}
+    code: `${TRY_ADD}
 cases = {
     "name traversal": {"name": "../../v0/servers"},
     "name encoded": {"name": "io.x%2F..%2F..%2Fadmin/y"},
@@ -117,7 +107,7 @@ report(results=results)`,
     area: "registry",
     name: "secrets and launcher variables from sandbox code are refused before anyone is asked",
     timeout: 60,
-    code: `${TRY}
+    code: `${TRY_ADD}
 KEYED = "io.example.test/memory-with-key"
 for name, env in {
     "secret": {"MEMORY_API_KEY": "from-sandbox"},
@@ -142,7 +132,7 @@ report(results=results)`,
     area: "registry",
     name: "a flood of finds and adds is asked one question at a time and starts nothing",
     timeout: 120,
-    code: `${TRY}
+    code: `${TRY_ADD}
 import asyncio
 finds = await asyncio.gather(*[runtime.find_servers("server-memory", limit=10**9) for _ in range(200)],
     return_exceptions=True)

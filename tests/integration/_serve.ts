@@ -70,16 +70,12 @@ export function fakeHome(extra: Record<string, unknown> = {}): string {
   return home;
 }
 
-/**
- * Starts `codemode serve` with `env` on top of a test environment; `client` (not yet connected) is the
- * one to use, e.g. with capabilities and request handlers of its own.
- */
-export async function serve(
+/** How to launch `codemode serve` (from source) over stdio in `home`, with `env` on top of a test environment. */
+export function serveCommand(
+  home: string,
   env: Record<string, string> = {},
-  home = fakeHome(),
-  client = new Client({ name: "codemode-tests", version: "1" }),
-): Promise<Served> {
-  const transport = new StdioClientTransport({
+): { command: string; args: string[]; cwd: string; env: Record<string, string> } {
+  return {
     command: join(ROOT, "node_modules/.bin/deno"),
     args: ["run", "-A", "--quiet", join(ROOT, "cli.ts"), "serve"],
     cwd: home,
@@ -91,8 +87,19 @@ export async function serve(
       CODEMODE_TEST_HOST_SECRET: HOST_SECRET,
       ...env,
     },
-    stderr: "pipe",
-  });
+  };
+}
+
+/**
+ * Starts `codemode serve` with `env` on top of a test environment; `client` (not yet connected) is the
+ * one to use, e.g. with capabilities and request handlers of its own.
+ */
+export async function serve(
+  env: Record<string, string> = {},
+  home = fakeHome(),
+  client = new Client({ name: "codemode-tests", version: "1" }),
+): Promise<Served> {
+  const transport = new StdioClientTransport({ ...serveCommand(home, env), stderr: "pipe" });
   await client.connect(transport);
   return {
     client,

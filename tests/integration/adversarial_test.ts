@@ -1,7 +1,7 @@
 /**
  * The adversarial suite: more than fifty named escape and abuse attempts by sandbox code (network,
  * filesystem, privileges, resources, protocol forgery, secrets of MCP servers, the host environment,
- * artifacts, mounts, skills, approvals, and servers added from a registry),
+ * artifacts, mounts, skills, approvals, servers added from a registry, and background jobs),
  * each run through a real `codemode serve` over stdio with the SDK client, on every container engine that
  * is set up. After each attempt: the call was answered within a bound, the server still runs code. At the
  * end: no container of that serve process is left, and no secret appeared in any answer. Then the
@@ -22,6 +22,7 @@ import { artifacts, mounts } from "./_attempts_files.ts";
 import { skills } from "./_attempts_skills.ts";
 import { approvals } from "./_attempts_approvals.ts";
 import { registry as registryAttempts } from "./_attempts_registry.ts";
+import { jobs } from "./_attempts_jobs.ts";
 import { oauthTokens } from "./_attempts_oauth.ts";
 import { fakeHome, serve } from "./_serve.ts";
 import { TEST_IMAGE } from "./_harness.ts";
@@ -49,6 +50,7 @@ const ATTEMPTS: Attempt[] = [
   ...skills,
   ...approvals,
   ...registryAttempts,
+  ...jobs,
 ];
 Deno.test("the adversarial table has at least 30 distinct attempts", () => {
   const names = ATTEMPTS.map((a) => `${a.area}: ${a.name}`);

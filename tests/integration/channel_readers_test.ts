@@ -1,7 +1,7 @@
 /**
- * Who reads the sandbox's frames: while an async cell runs its event loop reads them, otherwise a thread
- * does, and the thread steps in when the loop thread blocks in a synchronous call or stops reading
- * (CPU-bound code). Each case runs on podman (the direct socket) and docker (the engine's stdio pipes).
+ * Who reads the sandbox's frames: the session's event loop (which every run executes in) reads them, and a
+ * thread steps in when the loop thread blocks in a synchronous call or stops reading (CPU-bound code).
+ * Each case runs on podman (the direct socket) and docker (the engine's stdio pipes).
  * @module
  */
 import assert from "node:assert/strict";

@@ -222,12 +222,44 @@ r`);
   assert.deepEqual(w.problems, []);
 });
 
-test("the other panels show sessions, servers with their tools, search and the policy", async (w) => {
+test("the other panels show sessions with their jobs' live output, servers with their tools, search and the policy", async (w) => {
   const { page } = w;
+  // A background job printing hostile text, then a beat the page must show as it comes.
+  const started = await w.served.run(`from mcp import runtime
+async def beat():
+    print(${JSON.stringify(HOSTILE)})
+    n = 0
+    while True:
+        n += 1
+        print("beat", n)
+        await asyncio.sleep(0.5)
+dashboard_job = runtime.start_job(beat, name="heartbeat")`);
+  assert.equal(started.isError, false, started.text);
   await page.click('[data-tab="sessions"]');
   await page.waitForFunction(() => document.querySelector("main")!.textContent!.includes("codemode-"));
   assert.match(await page.$eval("main", (m) => m.textContent!), /codemode-tests/, "the client's name");
+  await page.waitForFunction(
+    () => document.querySelector("table.jobs tr.job")?.textContent?.includes("heartbeat"),
+    {
+      timeout: 15_000,
+    },
+  );
+  const beatNow = async () =>
+    Number(/beat (\d+)\s*$/.exec(await page.$eval("pre.job-output", (p) => p.textContent!))?.[1] ?? 0);
+  const first = await beatNow();
+  await page.waitForFunction(
+    (first) =>
+      Number(/beat (\d+)\s*$/.exec(document.querySelector("pre.job-output")!.textContent!)?.[1] ?? 0) >
+        first + 1,
+    { timeout: 15_000 },
+    first,
+  );
+  const row = await page.$eval("table.jobs tr.job", (r) => r.textContent!);
+  assert.match(row, /heartbeat\s*running/);
+  assert.ok(row.includes(HOSTILE), "the job's output is shown as text");
+  assert.equal(await page.evaluate(() => (window as { __pwned?: number }).__pwned), undefined);
   await page.screenshot({ path: screenshotPath("dashboard-sessions") });
+  await w.served.run("dashboard_job.cancel()");
   await page.click('[data-tab="servers"]');
   await page.waitForSelector('tr.server[data-server="everything"]');
   await page.click('tr.server[data-server="everything"]');

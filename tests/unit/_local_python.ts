@@ -15,6 +15,8 @@ export type RpcFrame = Extract<Frame, { type: "rpc" }>;
 export type DoneFrame = Extract<Frame, { type: "done" }>;
 /** A display frame from the runtime. */
 export type DisplayFrame = Extract<Frame, { type: "display" }>;
+/** A frame about a background job (its start and end, or its output). */
+export type JobFrame = Extract<Frame, { type: "job" | "job_output" }>;
 /** What a test host answers to an rpc: a value, or an error. */
 export type RpcAnswer = { value: unknown } | { error: { type: string; message: string } };
 
@@ -51,6 +53,10 @@ export class LocalPython {
   #buffer = "";
   #ended = false;
   #ids = 0;
+  /** Frames about background jobs, in the order they came (they never show up in `next()`). */
+  readonly jobFrames: JobFrame[] = [];
+  /** Answers calls background jobs make (rpc frames with `job`) as they come; unset, they queue in next(). */
+  background?: (rpc: RpcFrame) => RpcAnswer | Promise<RpcAnswer>;
 
   private constructor(child: ChildProcess) {
     this.child = child;
@@ -169,9 +175,30 @@ export class LocalPython {
     while ((newline = this.#buffer.indexOf("\n")) >= 0) {
       const line = this.#buffer.slice(0, newline);
       this.#buffer = this.#buffer.slice(newline + 1);
-      this.#frames.push(SandboxFrame.parse(JSON.parse(line)));
+      const frame = SandboxFrame.parse(JSON.parse(line));
+      if (frame.type === "job" || frame.type === "job_output") this.jobFrames.push(frame);
+      else if (frame.type === "rpc" && frame.job && this.background) {
+        const answer = this.background;
+        void Promise.resolve(answer(frame)).then((value) => this.answer(frame, value));
+      } else this.#frames.push(frame);
     }
     this.#wake();
+  }
+
+  /** Waits until a job frame matching `match` has come (up to `ms`). */
+  async jobFrame(match: (frame: JobFrame) => boolean, ms = 20_000): Promise<JobFrame> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const found = this.jobFrames.find(match);
+      if (found) return found;
+      if (this.#ended) throw new Error("The runtime closed stdout");
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`No matching job frame within ${ms} ms`);
+      await new Promise<void>((resolve) => {
+        this.#waiters.push(resolve);
+        setTimeout(resolve, Math.min(left, 100));
+      });
+    }
   }
 
   #wake(): void {

@@ -86,7 +86,7 @@ Deno.test("waitFor() resolves true once its check holds, false at its timeout", 
 });
 
 /** A node on a free loopback port whose sessions have one tool, `wait`, that sleeps `ms`. */
-async function node(options: { room?: () => boolean; token?: string } = {}) {
+async function node(options: { room?: () => boolean; token?: string; busy?: (id: string) => boolean } = {}) {
   const closed: string[] = [];
   const server = await McpHttpServer.start({
     host: "127.0.0.1",
@@ -95,6 +95,7 @@ async function node(options: { room?: () => boolean; token?: string } = {}) {
     idleTimeout: 300,
     token: options.token,
     room: options.room,
+    busy: options.busy,
     open: () => {
       const mcp = new McpServer({ name: "fleet-unit", version: "1" });
       mcp.registerTool("wait", { inputSchema: z.object({ ms: z.number() }) }, async ({ ms }) => {
@@ -248,6 +249,23 @@ Deno.test("a draining node refuses initialize with 503 and Retry-After, serves i
     assert.ok(answered >= 3, `the busy session was served during the drain (${answered} answers)`);
     assert.deepEqual(closed.sort(), [a.transport.sessionId, b.transport.sessionId].sort());
     await Promise.all([a.client.close(), b.client.close()]);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("a drain keeps a session whose work goes on without a request (a job, an MCP task) until it ends", async () => {
+  let working = true;
+  const { server, closed } = await node({ busy: () => working });
+  try {
+    const { client, transport } = await connect(server.url);
+    server.drain();
+    assert.equal(await server.drained(300), "timeout", "not ended while its background work runs");
+    assert.deepEqual(closed, []);
+    setTimeout(() => (working = false), 200);
+    assert.equal(await server.drained(10_000), "drained", "ended once its work is done");
+    assert.deepEqual(closed, [transport.sessionId]);
+    await client.close();
   } finally {
     await server.close();
   }

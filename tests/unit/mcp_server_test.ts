@@ -81,7 +81,8 @@ Deno.test("run_python caps the timeout at the maximum and says so", async () => 
   const result = await client.callTool({ name: "run_python", arguments: { code: "1", timeout: 999 } });
   assert.equal(calls[0].timeout, 120);
   assert.deepEqual((result.structuredContent as { notes: string[] }).notes, [
-    "timeout lowered to the 120s maximum",
+    "timeout lowered to the 120s maximum (CODEMODE_MAX_TIMEOUT); for longer work use runtime.start_job() or " +
+    "call run_python as an MCP task",
   ]);
   await close();
 });
@@ -264,5 +265,16 @@ Deno.test("log lines of a run reach the client as logging messages at the level 
     ["info", "run_python finished"],
   ]);
   assert.ok(heard.every((h) => typeof h.data.requestId === "string"));
+  await close();
+});
+
+Deno.test("arguments that do not fit run_python's schema come back as a tool error; an unknown tool is a protocol error", async () => {
+  const { runner, calls } = fakeRunner(() => ok(""));
+  const { client, close } = await connect(runner);
+  const bad = await client.callTool({ name: "run_python", arguments: { code: "1", timeout: -1 } });
+  assert.equal(bad.isError, true);
+  assert.match((bad.content as { text: string }[])[0].text, /^Input validation error: .*timeout: Too small/);
+  assert.equal(calls.length, 0);
+  await assert.rejects(client.callTool({ name: "run_shell", arguments: {} }), /Tool run_shell not found/);
   await close();
 });

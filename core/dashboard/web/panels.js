@@ -3,7 +3,7 @@
 // skills panel and the approvals are in skills.js and approvals.js). A section a serve does not publish
 // (an older serve, a capability not there yet) is simply not shown.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ago, Badge, clock, html, shortSession } from "./format.js";
+import { ago, Badge, clock, duration, html, shortSession } from "./format.js";
 
 /** The sum of a metric's values in a serve's published metrics, optionally only those matching labels. */
 function metricSum(metrics, name, labels = {}) {
@@ -25,6 +25,7 @@ export function Summary({ serves }) {
     ["timeouts", sum("codemode_runs_total", { outcome: "timeout" })],
     ["tool calls", sum("codemode_tool_calls_total")],
     ["sandboxes", sum("codemode_sandboxes")],
+    ["jobs running", sum("codemode_jobs")],
     ["servers up", serves.reduce((n, s) => n + s.state.servers.filter((x) => x.state === "ready").length, 0)],
   ];
   return html`<dl class="summary">${
@@ -93,8 +94,47 @@ export function SessionsPanel({ serves }) {
         `
         : html`<p class="empty">No live sandbox session.</p>`
     }
+    ${serve.state.sessions.filter((x) => x.jobs?.length).map((x) => html`<${JobsTable} session=${x} />`)}
   </section>`
   );
+}
+
+/** A session's background jobs, each with the latest output it printed (kept as text). */
+function JobsTable({ session }) {
+  return html`
+    <h4 class="jobs-heading">background jobs of session <span class="mono">${shortSession(
+      session.key,
+      12,
+    )}</span></h4>
+    <table class="jobs" data-session=${session.key}>
+      <thead>
+        <tr>
+          <th>job</th>
+          <th>name</th>
+          <th>state</th>
+          <th>time</th>
+          <th>tool calls</th>
+          <th>output (latest)</th>
+        </tr>
+      </thead>
+      <tbody>${session.jobs.map((j) =>
+        html`
+          <tr class="job" data-job=${j.id}>
+            <td class="mono">${j.id}${j.kind === "task" ? " (task)" : ""}</td>
+            <td>${j.name}</td>
+            <td>
+              <${Badge} status=${j.state} />${j.overtime ? " past CODEMODE_MAX_JOB_TIME" : ""}
+            </td>
+            <td>${duration(j.seconds * 1000)}</td>
+            <td>${j.toolCalls}</td>
+            <td>
+              <pre class="job-output">${(j.output ?? "").slice(-2000)}${j.error ? `\n${j.error}` : ""}</pre>
+            </td>
+          </tr>
+        `
+      )}</tbody>
+    </table>
+  `;
 }
 
 /** Upstream servers: state, restarts, and their tools on demand. */

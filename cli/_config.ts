@@ -15,6 +15,8 @@ import { defaultDiscoveryPlugins } from "../plugins/discovery/mod.ts";
 import type { ServerSpec } from "../core/contracts/discovery.ts";
 import type { UpstreamPool } from "../core/upstream/pool.ts";
 import { type Policy, policyOf } from "../core/config/policy.ts";
+import { claimStateDir } from "../core/config/state_stamp.ts";
+import { VERSION } from "../core/version.ts";
 import type { ToolLister } from "../core/catalog/catalog.ts";
 
 /** Settings, discovered servers and a lazy tool lister. */
@@ -33,6 +35,8 @@ export interface CliConfig {
 export async function cliConfig(): Promise<CliConfig> {
   const settings = loadSettings();
   configureLog({ level: settings.logLevel, file: settings.logFile });
+  // Their caches, logins and the activity they read live there: a newer codemode's directory is refused.
+  await claimStateDir(settings.stateDir, VERSION);
   const discovery = await discoverServers(defaultDiscoveryContext(), defaultDiscoveryPlugins(), {
     allowSelf: settings.allowSelf,
     own: ownServers(settings),

@@ -10,9 +10,10 @@ import { checkSettings, checkSkills, type DoctorReport, runDoctor } from "../cor
 import { configCandidates, type ConfigFile, ConfigFileError, readConfigFile } from "../core/config/file.ts";
 import type { RuntimeCheck } from "../core/doctor/runtime.ts";
 import { describeLibraries } from "../core/doctor/libraries.ts";
-import { VERSION } from "../core/version.ts";
+import { installKind, VERSION } from "../core/version.ts";
 import { probeAuth } from "../core/auth/probe.ts";
 import { recordDetection } from "../core/sandbox/runtime_select.ts";
+import { readStateStamp, STATE_FORMAT } from "../core/config/state_stamp.ts";
 import { type Colors, colors, formatMs, mark, printJson, table } from "./_render.ts";
 import { escapeDeep } from "./_terminal_guard.ts";
 
@@ -36,8 +37,14 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
   // Bad settings are findings, not a crash: the app runs on the valid ones (defaults for the rest).
   const { settings } = checkSettings(env, file);
   const plugins = defaultPlugins(settings);
+  // A state directory a newer codemode wrote is reported (checkStateDir), and nothing is recorded in it.
+  const newerState = await readStateStamp(settings.stateDir).then(
+    (stamp) => (stamp?.format ?? 0) > STATE_FORMAT,
+    () => false,
+  );
   // Discovery problems are in the report; logging them too would print each one twice.
   const app = await createCodemode({
+    claimStateDir: false,
     settings: env.CODEMODE_LOG_LEVEL || env.MCP_BRIDGE_LOG_LEVEL
       ? settings
       : { ...settings, logLevel: "error" },
@@ -47,6 +54,7 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
   try {
     report = await runDoctor({
       version: VERSION,
+      install: installKind(),
       env,
       runtimes: plugins.runtimes(),
       discovery: app.discovery,
@@ -61,7 +69,9 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
         command: bootstrapCommand(),
         bootstrap: () => bootstrapFrame(app.bootstrapConfig()),
         // Doctor detects afresh; what it found replaces the cached verdicts serve starts from.
-        detected: (plugin, detection) => recordDetection(plugin, detection, app.detections),
+        detected: newerState
+          ? undefined
+          : (plugin, detection) => recordDetection(plugin, detection, app.detections),
       },
       configFile,
       configSearched: configCandidates(env, process.cwd()),
@@ -78,7 +88,8 @@ export async function doctor(options: DoctorOptions = {}): Promise<number> {
 
 /** The report as terminal text: one table per section, then one fix line per problem. */
 export function renderReport(report: DoctorReport, c: Colors): string {
-  const out: string[] = [c.bold(`codemode ${report.version} doctor`), ""];
+  const install = report.install ? ` (${report.install})` : "";
+  const out: string[] = [c.bold(`codemode ${report.version}${install} doctor`), ""];
   const section = (title: string, body: string) => out.push(c.bold(title), body, "");
 
   section(
@@ -133,7 +144,8 @@ export function renderReport(report: DoctorReport, c: Colors): string {
     : s.writable
     ? "created on first use"
     : "cannot be created";
-  out.push(`${c.bold("State directory")}  ${mark(s.status, c)} ${s.path} (${state})`, "");
+  const stamp = s.stamp ? `, codemode ${s.stamp.version}'s, format ${s.stamp.format}` : "";
+  out.push(`${c.bold("State directory")}  ${mark(s.status, c)} ${s.path} (${state}${stamp})`, "");
 
   const f = report.configFile;
   out.push(

@@ -4,7 +4,7 @@
  * Everything else goes to the commander program, loaded on demand.
  * @module
  */
-import { VERSION } from "../core/version.ts";
+import { versionLine } from "../core/version.ts";
 
 /** What an entry point can hand over. */
 export interface MainOptions {
@@ -17,7 +17,7 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
   // console.log, not process.stdout: Bun builds its Node stream machinery on first use of
   // process.stdout, which costs as much as the rest of the start-up.
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
-    console.log(VERSION);
+    console.log(versionLine());
     return 0;
   }
   if (argv.length === 1 && (argv[0] === "--help" || argv[0] === "-h") && options.help) {

@@ -4,7 +4,7 @@
  * @module
  */
 import { Command, CommanderError, Option } from "commander";
-import { VERSION } from "../core/version.ts";
+import { versionLine } from "../core/version.ts";
 import { USAGE_ERROR } from "./exit_codes.ts";
 import { registerImageCommand } from "./image.ts";
 import { escapeControls, guardTerminalOutput } from "./_terminal_guard.ts";
@@ -13,7 +13,7 @@ import { escapeControls, guardTerminalOutput } from "./_terminal_guard.ts";
 export function buildProgram(setExit: (code: number) => void = () => {}): Command {
   const program = new Command("codemode")
     .description("One MCP tool, run_python, that reaches every MCP server you have configured from a sandbox")
-    .version(VERSION, "-V, --version")
+    .version(versionLine(), "-V, --version")
     .exitOverride()
     .showHelpAfterError("(run with --help for usage)")
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });

@@ -5,6 +5,8 @@
  * @module
  */
 import { loadSettings } from "../core/config/settings.ts";
+import { checkStateStamp, readStateStamp } from "../core/config/state_stamp.ts";
+import { VERSION } from "../core/version.ts";
 import type { StatsSnapshot } from "../core/observe/stats.ts";
 import { readLiveSnapshots } from "../core/observe/stats_file.ts";
 import { colors, formatMs, printJson, table } from "./_render.ts";
@@ -13,6 +15,7 @@ import { escapeDeep } from "./_terminal_guard.ts";
 /** Runs `codemode stats`; exit 0 even when no server runs (that is an answer, not a failure). */
 export async function stats(opts: { json?: boolean }): Promise<number> {
   const settings = loadSettings();
+  checkStateStamp(settings.stateDir, await readStateStamp(settings.stateDir), VERSION);
   const snapshots = await readLiveSnapshots(settings.stateDir);
   if (opts.json) {
     printJson(snapshots);

@@ -10,6 +10,7 @@ import type { RuntimePlugin } from "./contracts/runtime.ts";
 import type { BootstrapConfig, HostFrame } from "./sandbox/protocol.ts";
 import { pythonAlias } from "./python_alias.ts";
 import type { Settings } from "./config/settings.ts";
+import { claimStateDir } from "./config/state_stamp.ts";
 import type { PluginRegistry } from "./registry.ts";
 import { defaultDiscoveryContext, discoverServers, type Discovery, ownServers } from "./config/discovery.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
@@ -66,6 +67,11 @@ export interface CodemodeOptions {
   cwd?: string;
   /** Export traces when an OTLP endpoint is set (serve and run do; commands that run no code don't). */
   tracing?: boolean;
+  /**
+   * Claim the state directory before anything reads it (default true): a directory a newer codemode
+   * wrote is refused (NewerStateError). Doctor passes false and reports it instead.
+   */
+  claimStateDir?: boolean;
 }
 
 /** A running codemode: its servers, pool, catalog and sandbox sessions. */
@@ -187,6 +193,7 @@ export class Codemode {
 
   /** Discovers servers and builds a codemode; nothing is started yet. */
   static async create(options: CodemodeOptions): Promise<Codemode> {
+    if (options.claimStateDir !== false) await claimStateDir(options.settings.stateDir, options.version);
     const discovery: Discovery = options.servers
       ? { servers: options.servers, skipped: [], diagnostics: [], files: [] }
       : await discoverServers(

@@ -27,6 +27,7 @@ import { benchOAuth } from "./bench_oauth.ts";
 import { benchStandalone } from "./bench_standalone.ts";
 import { benchFirstAnswer } from "./bench_first_answer.ts";
 import { benchDashboard } from "./bench_dashboard.ts";
+import { benchInstall } from "./bench_install.ts";
 import { benchJobs } from "./bench_jobs.ts";
 import { benchRegistry } from "./bench_registry.ts";
 import { benchTracing } from "./bench_tracing.ts";
@@ -55,6 +56,7 @@ export const SECTIONS: Record<string, () => Promise<SectionResult>> = {
   standalone: benchStandalone,
   firstanswer: benchFirstAnswer,
   dashboard: benchDashboard,
+  install: benchInstall,
   jobs: benchJobs,
   registry: benchRegistry,
   tracing: benchTracing,

@@ -175,7 +175,7 @@ export async function benchFirstAnswer(): Promise<SectionResult> {
         goal: { on: "value", op: "≤", limit: 3000 },
         note: `all: ${list(fresh.all)} ms; ${
           label === "from source"
-            ? "copies the snapshot npm install made"
+            ? "copies the snapshot made after npm install"
             : "unpacks Deno, Pyodide and the snapshot"
         }`,
       }));

@@ -27,7 +27,7 @@ import {
 /** Counts of the section. */
 export const counts = { unpacks: 3, starts: 5, warm: 100, warmup: 5 };
 
-const EMBED = join(ROOT, "dist", "embed");
+const EMBED = join(ROOT, "dist", "embed", `${process.platform}-${process.arch}`);
 
 const mib = (bytes: number) => bytes / 2 ** 20;
 

@@ -15,7 +15,7 @@ const BUN = join(ROOT, "node_modules/.bin/bun");
 export const counts = { runs: 40, warmup: 5 };
 
 /** hyperfine's figures for one command, in milliseconds. */
-interface Timing {
+export interface Timing {
   command: string;
   medianMs: number;
   /** Mean user plus system CPU time. */
@@ -23,7 +23,7 @@ interface Timing {
 }
 
 /** Times `commands` with hyperfine, interleaved in one run; milliseconds. */
-async function hyperfine(commands: string[]): Promise<Timing[]> {
+export async function hyperfine(commands: string[]): Promise<Timing[]> {
   const dir = mkdtempSync(join(tmpdir(), "codemode-bench-startup-"));
   try {
     const out = join(dir, "times.json");

@@ -1,16 +1,21 @@
 /**
- * Prepares what the compiled binary carries for its embedded runtime, in dist/embed/ (scripts/compile.sh
- * runs it before `bun build`, and scripts/compile_entry.ts imports the files):
+ * Prepares what the compiled binary carries for its embedded runtime, in dist/embed/<target>/
+ * (scripts/compile.sh runs it before `bun build`, one folder per platform so builds for several never
+ * share one):
  *
  * - `deno.zst`: the Deno executable of the target platform (npm `@deno/<platform>`), zstd-compressed;
  * - the six Pyodide files (`<name>.zst`), the host program (`host.mjs`) and the start-up snapshot made
  *   from them (`snapshot.bin.zst`, see scripts/pyodide_snapshot.ts);
  * - `manifest.json`: the target, the versions, and each file's SHA-256 and size once unpacked, which the
- *   binary checks before it runs anything it unpacked.
+ *   binary checks before it runs anything it unpacked;
+ * - `entry.ts`: the binary's entry point, which imports each of these files (Bun compiles them in) and
+ *   hands them to scripts/compile_entry.ts; generated from the manifest, so it names every file.
  *
- * Inputs that did not change since the last run are not compressed again.
+ * Inputs that did not change since the last run are not compressed again. Another platform's Deno is
+ * looked for in `node_modules/@deno/<package>`, then under each `--packages DIR` (scripts/release.sh
+ * fetches them there).
  *
- *   deno run -A scripts/embed_runtime.ts [--target linux-x64]
+ *   deno run -A scripts/embed_runtime.ts [--target linux-x64] [--packages DIR]
  * @module
  */
 import { createReadStream, createWriteStream, existsSync, readFileSync, statSync } from "node:fs";
@@ -25,8 +30,10 @@ import { sha256File } from "../plugins/runtime/_unpack.ts";
 import { prebuildSnapshot } from "./pyodide_snapshot.ts";
 
 const ROOT = resolve(new URL("..", import.meta.url).pathname);
-/** Where the files go; compile_entry.ts imports them from here. */
-export const EMBED_DIR = join(ROOT, "dist", "embed");
+/** Where the files for `target` go; the entry.ts written there imports them. */
+export function embedDir(target = hostTarget()): string {
+  return join(ROOT, "dist", "embed", target);
+}
 /** zstd level: 9 gets the Deno executable to 34.6 MiB in ~4 s of CPU; 19 to 31.0 MiB in ~90 s. */
 const LEVEL = 9;
 
@@ -54,21 +61,25 @@ interface Input {
   compress: boolean;
 }
 
-/** Writes dist/embed/ for `target`; returns the manifest. */
-export async function embedRuntime(target = hostTarget()): Promise<EmbedManifest> {
+/**
+ * Writes dist/embed/<target>/ for `target`, taking its Deno from node_modules or one of `packages` (each
+ * a folder holding `@deno/<package>/`); returns the manifest.
+ */
+export async function embedRuntime(target = hostTarget(), packages: string[] = []): Promise<EmbedManifest> {
   const deno = DENO_PACKAGES[target];
   if (!deno) {
     throw new Error(`Unknown target "${target}": choose one of ${Object.keys(DENO_PACKAGES).join(", ")}`);
   }
-  const denoDir = join(ROOT, "node_modules", deno.pkg);
-  const denoExe = join(denoDir, deno.exe);
-  if (!existsSync(denoExe)) {
+  const candidates = [join(ROOT, "node_modules"), ...packages].map((dir) => join(dir, deno.pkg));
+  const denoDir = candidates.find((dir) => existsSync(join(dir, deno.exe)));
+  if (!denoDir) {
     const version = JSON.parse(readFileSync(join(ROOT, "node_modules/deno/package.json"), "utf8")).version;
     throw new Error(
-      `The Deno executable for ${target} is missing ("${denoExe}"); npm installs only this machine's. ` +
-        `Fetch it with: npm pack ${deno.pkg}@${version}, and unpack the tarball's package/ into "${denoDir}"`,
+      `The Deno executable for ${target} is missing (looked in "${candidates.join('", "')}"); npm installs ` +
+        `only this machine's. scripts/release.sh fetches the others (npm pack ${deno.pkg}@${version})`,
     );
   }
+  const denoExe = join(denoDir, deno.exe);
   const denoVersion = JSON.parse(readFileSync(join(denoDir, "package.json"), "utf8")).version as string;
   const prebuilt = await prebuildSnapshot();
   const assets = join(ROOT, "node_modules", "pyodide");
@@ -102,8 +113,9 @@ export async function embedRuntime(target = hostTarget()): Promise<EmbedManifest
       compress: true,
     },
   ];
-  await mkdir(EMBED_DIR, { recursive: true });
-  const previous = readManifest();
+  const dir = embedDir(target);
+  await mkdir(dir, { recursive: true });
+  const previous = readManifest(dir);
   const files: Record<string, ManifestFile> = {};
   for (const input of inputs) {
     const file: ManifestFile = {
@@ -114,7 +126,7 @@ export async function embedRuntime(target = hostTarget()): Promise<EmbedManifest
       sha256: sha256File(input.path),
       size: statSync(input.path).size,
     };
-    const out = join(EMBED_DIR, input.out);
+    const out = join(dir, input.out);
     const same = previous?.files[input.key];
     const unchanged = same && same.sha256 === file.sha256 && same.encoding === file.encoding &&
       existsSync(out);
@@ -122,13 +134,31 @@ export async function embedRuntime(target = hostTarget()): Promise<EmbedManifest
     files[input.key] = file;
   }
   const manifest: EmbedManifest = { target, deno: denoVersion, pyodide: prebuilt.version, files };
-  await writeFile(join(EMBED_DIR, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+  await writeFile(join(dir, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+  await writeFile(join(dir, "entry.ts"), entrySource(target, inputs));
   return manifest;
 }
 
-function readManifest(): EmbedManifest | undefined {
+/** The binary's entry point for `target`: every carried file imported, handed to compile_entry.ts. */
+function entrySource(target: string, inputs: Input[]): string {
+  const lines = [
+    `// Generated by scripts/embed_runtime.ts: the compiled binary's entry point for ${target}.`,
+    "// Bun compiles each file in and gives its path; scripts/compile_entry.ts starts codemode with them.",
+    'import manifest from "./manifest.json" with { type: "json" };',
+    ...inputs.map((input, i) => `import file${i} from "./${input.out}" with { type: "file" };`),
+    'import { startBinary } from "../../../scripts/compile_entry.ts";',
+    "",
+    "await startBinary(manifest, {",
+    ...inputs.map((input, i) => `  ${JSON.stringify(input.key)}: file${i},`),
+    "});",
+    "",
+  ];
+  return lines.join("\n");
+}
+
+function readManifest(dir: string): EmbedManifest | undefined {
   try {
-    return JSON.parse(readFileSync(join(EMBED_DIR, "manifest.json"), "utf8"));
+    return JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8"));
   } catch {
     return undefined;
   }
@@ -152,10 +182,11 @@ async function write(from: string, to: string, compress: boolean): Promise<void>
 if (import.meta.main) {
   const at = process.argv.indexOf("--target");
   const target = at >= 0 ? process.argv[at + 1] : hostTarget();
+  const packages = process.argv.flatMap((arg, i) => process.argv[i - 1] === "--packages" ? [arg] : []);
   try {
     const started = performance.now();
-    const manifest = await embedRuntime(target);
-    const mib = (name: string) => statSync(join(EMBED_DIR, name)).size / 2 ** 20;
+    const manifest = await embedRuntime(target, packages);
+    const mib = (name: string) => statSync(join(embedDir(target), name)).size / 2 ** 20;
     const carried = ["deno.zst", "snapshot.bin.zst", "host.mjs", ...PYODIDE_FILES.map((f) => `${f}.zst`)]
       .reduce((sum, name) => sum + mib(name), 0);
     console.error(

@@ -2,8 +2,9 @@
  * Makes the Pyodide start-up snapshot ahead of time (with the sandbox runtime imported), so the pyodide runtime's first start with a fresh
  * HOME restores it (well under a second) instead of loading Pyodide and making one (~10 s). Writes
  * `dist/pyodide/<version>/` (the host program and `snapshot-<hash>.bin`) with node_modules' Pyodide and
- * the deno running this script, exactly as the runtime would on first use. `npm install` runs it
- * (postinstall); scripts/embed_runtime.ts reuses what it made for the compiled binary. A snapshot that is
+ * the deno running this script, exactly as the runtime would on first use. scripts/setup.sh and the
+ * checkout's `./codemode` run it after `npm install` (not an npm lifecycle script: the published package
+ * must carry no install scripts); scripts/embed_runtime.ts reuses what it made for the compiled binary. A snapshot that is
  * already there is kept.
  *
  *   deno run -A scripts/pyodide_snapshot.ts
@@ -70,10 +71,10 @@ if (import.meta.main) {
         : `pyodide_snapshot: ${result.snapshot} is up to date`,
     );
   } catch (error) {
-    // Never fail an install over it: without the snapshot the runtime makes one on first use.
+    // Without the snapshot the runtime makes one on first use.
     console.error(
       `pyodide_snapshot: ${(error as Error).message}; the pyodide runtime makes one on first use`,
     );
-    process.exitCode = process.env.npm_lifecycle_event === "postinstall" ? 0 : 1;
+    process.exitCode = 1;
   }
 }

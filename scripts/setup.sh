@@ -31,8 +31,11 @@ step "Installing container engines, image tools, python3 and the test browser fr
 # mypy: the stub tests type-check the generated .pyi stubs with Debian's mypy (tests/unit/stubs_test.ts).
 # runsc: gVisor, the CODEMODE_ISOLATION=gvisor tier.
 # haproxy, nginx, iproute2: the fleet suite puts both balancers in front of nodes in network namespaces.
+# qemu-user-static, libc6-arm64-cross, libgcc-s1-arm64-cross: the linux-arm64 release binary (and the
+# Deno it carries) run under emulation in the e2e suite.
 packages=(podman runc docker.io debootstrap uidmap slirp4netns fuse-overlayfs catatonit tini
-  containernetworking-plugins iptables ca-certificates hyperfine chromium python3 runsc haproxy nginx iproute2 mypy)
+  containernetworking-plugins iptables ca-certificates hyperfine chromium python3 runsc haproxy nginx iproute2 mypy
+  qemu-user-static libc6-arm64-cross libgcc-s1-arm64-cross)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -146,6 +149,9 @@ if [ -f "$repo/node_modules/.package-lock.json" ] &&
 else
   (cd "$repo" && npm install --no-audit --no-fund --loglevel=error)
 fi
+# The Pyodide start-up snapshot a checkout copies on first use (kept when it is up to date).
+(cd "$repo" && node_modules/.bin/deno run -A scripts/pyodide_snapshot.ts 2>&1 | sed 's/^/    /') ||
+  echo "    no snapshot made: each Pyodide sandbox's first start makes one"
 done_step
 
 step "Building the sandbox image $image"

@@ -66,8 +66,11 @@ export function defaultDiscoveryContext(): DiscoveryContext {
   return { home: homedir(), cwd: process.cwd(), platform: process.platform, env: process.env };
 }
 
-const SELF_BINARY = /^codemode(\.(exe|cmd|bat|ps1|js|mjs|ts))?$/i;
-const SELF_PACKAGE = /^(npm:|jsr:)?(@codemode\/)?codemode(@.*)?$/i;
+// A release binary keeps its download name: codemode-0.1.0-linux-x64 (scripts/release.sh).
+const SELF_BINARY =
+  /^codemode(-\d[\w.+-]*-(linux|darwin|windows)-(x64|arm64))?(\.(exe|cmd|bat|ps1|js|mjs|ts))?$/i;
+// A package name, or the tarball `npm pack` makes (`npx -y ./codemode-0.1.0.tgz serve`).
+const SELF_PACKAGE = /^(npm:|jsr:)?(@codemode\/)?codemode(@.*)?$|(^|[\\/])codemode-\d[^\\/]*\.tgz$/i;
 const LAUNCHER = /^(npx|bunx|pnpx|npm|pnpm|yarn|bun|deno|node)(\.(exe|cmd))?$/i;
 const SELF_COMMAND_LINE = /(^|[\s/\\"'])codemode(\.exe)?\s+serve\b/i;
 const ENTRY_SCRIPT = /^(cli|mod|main)\.(ts|js)$/;

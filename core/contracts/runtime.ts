@@ -171,13 +171,18 @@ export function servesIsolation(
 export interface ImageStore {
   /** Whether image `ref` is present locally; never pulls. */
   imageExists(ref: string): Promise<boolean>;
-  /** Loads a root filesystem tar archive as image `ref`. */
-  importImage(tarPath: string, ref: string): Promise<void>;
+  /** Loads a root filesystem tar archive as image `ref`, with `labels` where the engine can set them. */
+  importImage(tarPath: string, ref: string, labels?: Record<string, string>): Promise<void>;
+  /** Image `ref`'s labels (empty when it has none); rejects when the engine cannot say. */
+  imageLabels?(ref: string): Promise<Record<string, string>>;
   /** Pulls image `ref` from a registry. */
   pullImage(ref: string): Promise<void>;
   /** Gives image `source` the additional name `target`. */
   tagImage(source: string, target: string): Promise<void>;
 }
+
+/** The label naming the codemode version that built an image (`codemode image build` sets it). */
+export const IMAGE_VERSION_LABEL = "codemode.version";
 
 /** Whether a runtime plugin also manages images (container runtimes do, Pyodide does not). */
 export function hasImageStore(plugin: RuntimePlugin): plugin is RuntimePlugin & ImageStore {

@@ -15,6 +15,8 @@ import {
 } from "../contracts/runtime.ts";
 import type { SettingKey } from "../config/settings.ts";
 import type { ConfigFile, ConfigFileError } from "../config/file.ts";
+import { checkStateStamp, readStateStamp, type StateStamp } from "../config/state_stamp.ts";
+import { type InstallKind, VERSION } from "../version.ts";
 import {
   checkConfigFile,
   checkPolicy,
@@ -52,6 +54,8 @@ export interface StateDirCheck {
   exists: boolean;
   writable: boolean;
   status: CheckStatus;
+  /** The directory's stamp: its format and the codemode that wrote it (absent until first use). */
+  stamp?: StateStamp;
   problem?: Problem;
 }
 
@@ -99,6 +103,8 @@ export interface AuthFacts {
 /** Everything doctor found. `ok` is false when something is broken (a "fail" finding). */
 export interface DoctorReport {
   version: string;
+  /** How this codemode was installed: "npm", "binary" or "checkout". */
+  install?: InstallKind;
   ok: boolean;
   /** The runtime codemode would use, when one works. */
   runtime?: string;
@@ -135,6 +141,7 @@ export interface DiscoveryFacts {
 /** Inputs of {@link runDoctor}; the CLI wires the real ones, tests pass fakes. */
 export interface DoctorInput {
   version: string;
+  install?: InstallKind;
   env: Record<string, string | undefined>;
   runtimes: RuntimePlugin[];
   discovery: DiscoveryFacts;
@@ -157,8 +164,28 @@ export interface DoctorInput {
   probeCollector?: CollectorProbe;
 }
 
-/** Whether the state directory exists and is writable (or can be created). Never throws. */
-export async function checkStateDir(path: string): Promise<StateDirCheck> {
+/**
+ * Whether the state directory exists and is writable (or can be created), and whether this codemode
+ * (`version`) can read it: one a newer codemode wrote in a newer format fails. Never throws.
+ */
+export async function checkStateDir(path: string, version = VERSION): Promise<StateDirCheck> {
+  const check = await checkStateDirAccess(path);
+  const stamp = await readStateStamp(path).catch(() => undefined);
+  if (!stamp) return check;
+  try {
+    checkStateStamp(path, stamp, version);
+    return { ...check, stamp };
+  } catch (error) {
+    return {
+      ...check,
+      stamp,
+      status: "fail",
+      problem: { message: (error as Error).message, fix: "Upgrade codemode, or set CODEMODE_STATE_DIR" },
+    };
+  }
+}
+
+async function checkStateDirAccess(path: string): Promise<StateDirCheck> {
   const info = await stat(path).catch(() => undefined);
   const exists = Boolean(info);
   let writable = false;
@@ -347,6 +374,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
       ...(settings.cpus ? { cpus: settings.cpus } : {}),
     },
     maxOutput: settings.maxOutput,
+    version: input.version,
     ...input.sandbox,
   };
   const isolation = settings.isolation;
@@ -356,7 +384,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
         servesIsolation(r, isolation) ? checkRuntime(r, runtimeOptions) : notUsed(r, isolation)
       ),
     ),
-    checkStateDir(settings.stateDir),
+    checkStateDir(settings.stateDir, input.version),
     checkServers(input.discovery, input.listTools, input.serverTimeoutMs, refused, input.authOf),
     checkTracing(settings, input.env, input.probeCollector),
   ]);
@@ -406,6 +434,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   ];
   return {
     version: input.version,
+    ...(input.install ? { install: input.install } : {}),
     ok: !findings.some((f) => f.status === "fail"),
     ...(runtime ? { runtime } : {}),
     ...(reason ? { runtimeReason: reason } : {}),

@@ -13,7 +13,8 @@ import type {
   RuntimePlugin,
   SandboxLimits,
 } from "../contracts/runtime.ts";
-import { hasImageStore, isolationOf } from "../contracts/runtime.ts";
+import { hasImageStore, IMAGE_VERSION_LABEL, isolationOf } from "../contracts/runtime.ts";
+import { DEFAULT_IMAGE } from "../sandbox/image_build.ts";
 import type { HostFrame } from "../sandbox/protocol.ts";
 import { RpcError } from "../host_api/rpc.ts";
 import { SandboxSession } from "../sandbox/session.ts";
@@ -74,7 +75,12 @@ export interface RuntimeCheck {
   version?: string;
   rootless?: boolean;
   /** Container runtimes only: whether the sandbox image is present. */
-  image?: { ref: string; present: boolean };
+  image?: {
+    ref: string;
+    present: boolean;
+    /** The codemode version that built it (its label), when it says. */
+    builtBy?: string;
+  };
   /** Undefined when the runtime is not installed or has no image to start from. */
   sandbox?: SandboxProbe;
   /** The isolation the runtime promises, and whether the probe sandbox proved it. */
@@ -96,6 +102,26 @@ export interface RuntimeCheckOptions {
   startTimeoutMs?: number;
   /** Hears each fresh verdict (the CLI records it in the detection cache). */
   detected?: (plugin: RuntimePlugin, detection: RuntimeDetection) => Promise<void>;
+  /** This codemode's version: an image another version built gets a warning. */
+  version?: string;
+}
+
+/**
+ * A warning when image `ref` was built by another codemode version than `version` (images built before
+ * codemode labelled them say nothing, and neither do pulled ones).
+ */
+export function imageVersionProblem(
+  runtime: string,
+  ref: string,
+  builtBy: string | undefined,
+  version: string | undefined,
+): Problem | undefined {
+  if (!builtBy || !version || builtBy === version) return undefined;
+  const tag = ref === DEFAULT_IMAGE ? "" : ` --tag ${ref}`;
+  return {
+    message: `The sandbox image "${ref}" was built by codemode ${builtBy}; this is codemode ${version}`,
+    fix: `Rebuild it so the sandbox matches this version: codemode image build --runtime ${runtime}${tag}`,
+  };
 }
 
 /** Checks one runtime: detection, image, and a real sandbox. Never throws. */
@@ -136,6 +162,13 @@ export async function checkRuntime(
       });
       return check;
     }
+    const builtBy = await plugin.imageLabels?.(options.image).then(
+      (labels) => labels[IMAGE_VERSION_LABEL],
+      () => undefined,
+    );
+    if (builtBy) check.image.builtBy = builtBy;
+    const stale = imageVersionProblem(plugin.name, options.image, builtBy, options.version);
+    if (stale) check.problems.push(stale);
   }
   check.sandbox = await probeSandbox(plugin, options);
   if (!check.sandbox.ok) {
@@ -153,6 +186,7 @@ export async function checkRuntime(
       check.status = check.isolation.expected === "gvisor" ? "fail" : "warn";
     }
   }
+  if (check.status === "ok" && check.problems.length) check.status = "warn";
   const seccomp = hasImageStore(plugin) ? seccompProblem(check.sandbox.seccomp) : undefined;
   if (seccomp) {
     check.problems.push(seccomp);

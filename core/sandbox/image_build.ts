@@ -11,7 +11,8 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ImageStore } from "../contracts/runtime.ts";
+import { IMAGE_VERSION_LABEL, type ImageStore } from "../contracts/runtime.ts";
+import { VERSION } from "../version.ts";
 
 /** The image reference sandboxes use unless configured otherwise. */
 export const DEFAULT_IMAGE = "codemode-sandbox:latest";
@@ -20,6 +21,9 @@ export const DEFAULT_IMAGE = "codemode-sandbox:latest";
 export const RECIPE_PATH: string = fileURLToPath(
   new URL("../../sandbox/image/build_rootfs.sh", import.meta.url),
 );
+
+/** The label an image codemode builds carries, so doctor can tell an image another version built. */
+const BUILT_BY = { [IMAGE_VERSION_LABEL]: VERSION };
 
 /** What to build. */
 export interface ImageBuildOptions {
@@ -169,7 +173,7 @@ export async function buildImage(
 
   if (options.rootfs) {
     emit({ step: "import", message: `Importing "${options.rootfs}" as "${ref}"`, fraction: 0 });
-    await store.importImage(options.rootfs, ref);
+    await store.importImage(options.rootfs, ref, BUILT_BY);
     return done("rootfs");
   }
 
@@ -202,7 +206,7 @@ export async function buildImage(
       throw new Error(`Cannot build the sandbox root filesystem: ${reason}`);
     }
     emit({ step: "import", message: `Importing the root filesystem as "${ref}"`, fraction: 0.9 });
-    await store.importImage(tar, ref);
+    await store.importImage(tar, ref, BUILT_BY);
   } finally {
     await rm(tar, { force: true });
     await rm(`${tar}.partial`, { force: true });

@@ -202,9 +202,12 @@ export class ResultValidator {
 /**
  * Where the worker's module is: beside this one, except in a binary compiled by Bun (scripts/compile.sh),
  * whose modules share one virtual folder while the worker, an entry of its own, keeps its repository path.
+ * Bundled to JavaScript (the npm package, scripts/build_npm.ts), the worker is an entry of its own too,
+ * built beside the bundle's chunks.
  */
 function workerEntry(): URL | string {
   if (import.meta.url.startsWith("file:///$bunfs/")) return "./core/upstream/result_validation_worker.ts";
+  if (import.meta.url.endsWith(".js")) return new URL("./result_validation_worker.js", import.meta.url);
   return new URL("./result_validation_worker.ts", import.meta.url);
 }
 

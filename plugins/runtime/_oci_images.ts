@@ -1,6 +1,7 @@
 /**
  * The image store of the OCI runtimes: whether an image is there (told apart from an engine that failed
- * to say so), importing a root filesystem with codemode's image config, pulling and tagging.
+ * to say so), importing a root filesystem with codemode's image config and labels, reading an image's
+ * labels, pulling and tagging.
  * @module
  */
 
@@ -23,6 +24,7 @@ export type EngineRun = (args: string[], timeoutMs?: number, proxies?: boolean) 
 /** The image store, and the lookup that tells a missing image from a failing engine. */
 export interface OciImages extends ImageStore {
   lookUpImage(ref: string): Promise<{ found: boolean; problem?: Problem }>;
+  imageLabels(ref: string): Promise<Record<string, string>>;
 }
 
 /** The image store of `engine`, driving its CLI through `run`. */
@@ -59,18 +61,39 @@ export function ociImages(engine: OciEngine, run: EngineRun): OciImages {
     }
   }
 
-  async function importImage(tarPath: string, ref: string): Promise<void> {
-    // nerdctl import has no --change; the engines give a default PATH to images without one.
+  async function importImage(
+    tarPath: string,
+    ref: string,
+    labels: Record<string, string> = {},
+  ): Promise<void> {
+    // nerdctl import has no --change (so no labels either); the engines give a default PATH to images
+    // without one.
+    const instructions = [
+      ...IMAGE_CONFIG,
+      ...Object.entries(labels).map(([key, value]) => `LABEL ${key}=${JSON.stringify(value)}`),
+    ];
     const changes = engine === "nerdctl"
       ? []
-      : IMAGE_CONFIG.flatMap((instruction) => ["--change", instruction]);
+      : instructions.flatMap((instruction) => ["--change", instruction]);
     await checked(`import "${tarPath}" as "${ref}"`, ["import", ...changes, tarPath, ref], 600_000);
+  }
+
+  async function imageLabels(ref: string): Promise<Record<string, string>> {
+    const result = await run(["image", "inspect", "--format", "{{json .Config.Labels}}", ref], 15_000);
+    if (result.code !== 0) {
+      throw new Error(`Cannot inspect "${ref}" with ${engine}: ${firstErrorLine(result.stderr)}`);
+    }
+    const labels = JSON.parse(result.stdout.trim() || "null") as Record<string, unknown> | null;
+    return Object.fromEntries(
+      Object.entries(labels ?? {}).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
+    );
   }
 
   return {
     imageExists,
     lookUpImage,
     importImage,
+    imageLabels,
     pullImage: (ref) => checked(`pull "${ref}"`, ["pull", ref], 1_800_000, true),
     tagImage: (source, target) => checked(`tag "${source}" as "${target}"`, ["tag", source, target], 60_000),
   };

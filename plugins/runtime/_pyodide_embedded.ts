@@ -3,7 +3,8 @@
  * dist/embed/, scripts/compile_entry.ts registers it at start-up): a Deno executable, the Pyodide files,
  * the host program and a start-up snapshot made from them at build time, with a manifest of their
  * digests. Kept apart from the code that unpacks them (_embedded_unpack.ts), so registering costs the
- * binary's start-up nothing but this module.
+ * binary's start-up nothing but this module. The npm package, which has Deno and Pyodide on disk, carries
+ * only its start-up snapshots, and registers their folder here too (scripts/npm_entry.ts).
  * @module
  */
 
@@ -64,4 +65,20 @@ export function provideEmbeddedRuntime(manifest: EmbedManifest, sources: Record<
 /** The runtime compiled into this binary, if it is a compiled binary that has one. */
 export function embeddedRuntime(): EmbeddedRuntime | undefined {
   return embedded;
+}
+
+let snapshots: string | undefined;
+
+/**
+ * Registers the folder of start-up snapshots the npm package carries (scripts/npm_entry.ts), laid out
+ * `<folder>/<pyodide version>/snapshot-<hash>.bin`; the runtime copies the one that fits into the state
+ * directory.
+ */
+export function providePrebuiltSnapshots(folder: string): void {
+  snapshots = folder;
+}
+
+/** The folder registered by {@link providePrebuiltSnapshots}, if any. */
+export function prebuiltSnapshots(): string | undefined {
+  return snapshots;
 }

@@ -13,7 +13,7 @@ import process from "node:process";
 import { pyodideHostMain, pyodideWorkerMain } from "./pyodide_host.ts";
 import { sparseSnapshotCodec } from "./_pyodide_sparse.ts";
 import { PYODIDE_GLUE } from "./_pyodide_glue.ts";
-import { PYODIDE_FILES } from "./_pyodide_embedded.ts";
+import { prebuiltSnapshots, PYODIDE_FILES } from "./_pyodide_embedded.ts";
 
 export { PYODIDE_FILES } from "./_pyodide_embedded.ts";
 
@@ -154,11 +154,14 @@ export async function copyAtomically(from: string, to: string): Promise<void> {
 }
 
 /**
- * Where a checkout keeps the start-up snapshot `npm install` made ahead of time
- * (scripts/pyodide_snapshot.ts): `dist/pyodide/<version>/` of the checkout this module is in. Only this
- * module's own checkout counts, never one found from the working directory.
+ * Where the start-up snapshot made ahead of time is: the npm package's registered folder, else
+ * `dist/pyodide/<version>/` of the checkout this module is in, made after `npm install` by
+ * scripts/setup.sh or `./codemode` (scripts/pyodide_snapshot.ts). Only this module's own checkout counts, never one found from the working
+ * directory.
  */
 export function prebuiltDir(version: string): string | undefined {
+  const carried = prebuiltSnapshots();
+  if (carried) return join(carried, version);
   try {
     if (import.meta.url.startsWith("file:")) {
       return join(fileURLToPath(new URL("../../dist/pyodide/", import.meta.url)), version);

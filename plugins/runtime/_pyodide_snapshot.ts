@@ -3,7 +3,7 @@
  * runtime already imported when one is given, made by the host program in snapshot mode (the same
  * locked-down subprocess, running no user code) and checked to restore. Loading
  * Pyodide takes seconds; restoring the snapshot a fraction of one. A binary carries one made at build
- * time, a checkout one made by `npm install` (scripts/pyodide_snapshot.ts); without either it is made on
+ * time, a checkout one made after `npm install` (scripts/pyodide_snapshot.ts); without either it is made on
  * first use.
  * @module
  */

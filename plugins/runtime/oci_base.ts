@@ -385,6 +385,7 @@ export function ociRuntime(
     inspectIsolation,
     imageExists: images.imageExists,
     importImage: images.importImage,
+    imageLabels: images.imageLabels,
     pullImage: images.pullImage,
     tagImage: images.tagImage,
   };

@@ -252,7 +252,10 @@ export function pyodide(options: PyodideOptions = {}): RuntimePlugin {
     }
   }
 
-  /** The snapshot for a checkout: cached, copied from the one `npm install` made, or made now. */
+  /**
+   * The snapshot for a checkout or the npm package: cached, copied from the one made ahead of time (the
+   * checkout's dist/pyodide/, the package's dist/npm/pyodide/), or made now.
+   */
   async function sourceSnapshot(base: Omit<Prepared, "snapshot">): Promise<string | undefined> {
     const path = snapshotPath(base.cache, base.program, base.version, preloadKey(settings.preload));
     if (existsSync(path)) return path;

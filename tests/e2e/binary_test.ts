@@ -52,7 +52,7 @@ Deno.test({
   async fn() {
     const ran = await runBinary(["--version"], environment());
     assert.equal(ran.code, 0, ran.stderr);
-    assert.equal(ran.stdout.trim(), VERSION);
+    assert.equal(ran.stdout.trim(), `${VERSION} (binary, ${process.platform}-${process.arch})`);
     const times: number[] = [];
     for (let i = 0; i < 20; i++) times.push((await runBinary(["--version"], environment())).ms);
     const size = statSync(BINARY).size;
@@ -113,6 +113,23 @@ Deno.test({
     );
     assert.equal(ran.code, 1, ran.stdout + ran.stderr);
     assert.match(ran.stdout, /codemode image build/);
+  },
+});
+
+Deno.test({
+  name: "the binary checks results against outputSchemas: its validation worker is compiled in",
+  ignore: !sandboxReady,
+  async fn() {
+    // A worker that cannot start lets every result through; the binary's is an entry of its own.
+    const hostile = {
+      command: join(ROOT, "node_modules", ".bin", "deno"),
+      args: ["run", "-A", join(ROOT, "tests", "testdata", "servers", "hostile_server.ts"), "--redos"],
+    };
+    const ran = await runBinary(["run", "-"], environment({ hostile }), {
+      input:
+        `try:\n    await mcp_hostile.redos_match(n=3)\n    print("passed")\nexcept Exception as e:\n    print(e)\n`,
+    });
+    assert.match(ran.stdout, /does not match the tool's outputSchema/, ran.stdout + ran.stderr);
   },
 });
 

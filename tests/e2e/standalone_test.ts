@@ -38,7 +38,7 @@ import {
 import { pyodideAttempts } from "../integration/_pyodide_attempts.ts";
 import type { EmbedManifest } from "../../plugins/runtime/_pyodide_embedded.ts";
 
-const MANIFEST_PATH = join(ROOT, "dist", "embed", "manifest.json");
+const MANIFEST_PATH = join(ROOT, "dist", "embed", `${process.platform}-${process.arch}`, "manifest.json");
 const ignore = !HAVE_BINARY || !existsSync(MANIFEST_PATH);
 const manifest: EmbedManifest | undefined = ignore
   ? undefined

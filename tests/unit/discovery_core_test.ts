@@ -317,6 +317,10 @@ Deno.test("selfReference() recognises the ways codemode gets launched", () => {
     stdio("bun", "run", "/home/alice/codemode-main/cli.ts", "serve"),
     stdio("sh", "-c", "exec codemode serve --verbose"),
     stdio("cmd", "/c", "C:\\bin\\codemode.exe serve"),
+    stdio("/opt/codemode-0.1.0-linux-x64", "serve"),
+    stdio("/Users/alice/bin/codemode-0.2.0-darwin-arm64", "serve"),
+    stdio("npx", "-y", "./codemode-0.1.0.tgz", "serve"),
+    stdio("npm", "exec", "--yes", "/tmp/dl/codemode-0.1.0.tgz", "--", "serve"),
   ];
   for (const spec of self) {
     assert.ok(selfReference(spec), `not recognised: ${spec.command} ${spec.args?.join(" ")}`);
@@ -330,6 +334,8 @@ Deno.test("selfReference() leaves other servers alone, even ones that mention co
     stdio("deno", "run", "-A", "/home/alice/src/codemode/cli.ts", "search", "x"),
     stdio("deno", "run", "-A", "/home/alice/src/other/cli.ts", "serve"),
     stdio("node", "codemode-helper.js"),
+    stdio("/opt/codemode-helper-linux-x64", "serve"),
+    stdio("npx", "-y", "./codemode-helper-1.0.0.tgz", "serve"),
     stdio("uvx", "mcp-server-git", "--repository", "/src/codemode"),
     { ...stdio("x"), transport: "http", command: undefined, url: "http://localhost/codemode" },
   ];

@@ -57,6 +57,8 @@ class CallFinder(ast.NodeVisitor):
         """True when the program can bind names in ways `ast` can't follow (exec, globals(), import *)."""
         self.adds_servers = False
         """True when the program calls add_server: servers it adds are not known before it runs."""
+        self.saves_skills = False
+        """True when the program calls save_skill: skills it saves are not known before it runs."""
         self._stack = []
         self._pending = []  # (record, ancestors, node, awaited, names) to judge once the walk is done
         self._defs = {}  # function name -> (def node, its ancestors)
@@ -212,6 +214,8 @@ class CallFinder(ast.NodeVisitor):
                 self.dynamic_names = True
         if called_name(func) == "add_server":
             self.adds_servers = True
+        if called_name(func) == "save_skill":
+            self.saves_skills = True
         if len(self.calls) < MAX_CALLS:
             self._record(node)
         self.generic_visit(node)

@@ -238,6 +238,8 @@ def _skill_findings(found, resolver, kernel):
     imports = [s for s in found.skill_imports if s.get("certain")]
     calls = [c for c in found.calls if c["via"] == "skill" and c.get("certain")
              and resolver._only_import(c["base"])]
+    if found.saves_skills:  # a skill it saves (or saves again, changed) is only known once it has run
+        return []
     if not imports and not calls:
         return []
     try:

@@ -125,6 +125,25 @@ Deno.test("each planted error is the one finding, at its line and column, and no
   );
 });
 
+Deno.test("a program that saves a skill may import it: skills it saves are known only once it runs", async () => {
+  const h = host();
+  const programs = [
+    `from mcp import runtime
+await runtime.save_skill("double", "def run(x):\\n    return 2 * x\\n", "Doubles a number")
+from skills import double
+double.run(21)`,
+    `from mcp import runtime
+await runtime.save_skill("todo-counter", "def other(x):\\n    return x\\n")
+from skills.todo_counter import other
+other(1)`,
+  ];
+  await withPython(async (python) => {
+    const cell = await python.execute(findingsCell(programs), { answer: h.answer });
+    assert.equal(cell.done.status, "ok", cell.done.error);
+    assert.deepEqual(JSON.parse(cell.stdout), [[], []]);
+  }, configFor());
+});
+
 Deno.test("the error text lists each finding with its line, the code under a caret and the fix", async () => {
   const h = host();
   await withPython(async (python) => {

@@ -6,7 +6,7 @@
  *    result-validation worker as a second entry, `result_validation_worker.js`. Text and JSON imports
  *    (the sandbox's Python, the seccomp profile, the dashboard's files) are inlined; npm packages stay
  *    imports, resolved from the install's node_modules, so a dependency added to package.json ships
- *    with no edit here. Every package the bundle imports must be a `dependency` (not a devDependency):
+ *    with no edit here (but for INLINED ones, bundled in). Every package the bundle imports must be a `dependency` (not a devDependency):
  *    the build fails otherwise. The chunks sit two folders down, like the sources they come from, so a
  *    module's `new URL("../../sandbox/image/...", import.meta.url)` finds the same file in the package
  *    (package.json's `files` ships them; the build checks each one is listed).
@@ -85,6 +85,20 @@ export function bundleProblems(
   return problems;
 }
 
+/**
+ * Packages bundled into the chunks instead of imported from node_modules: OpenTelemetry's declare engines
+ * node >= 22.15, so as dependencies `npm i -g codemode` on Node 20 warns EBADENGINE for each, though Deno,
+ * which runs the bundle, runs them. Inlined, they are devDependencies and the install fetches nothing of
+ * theirs; they load only when tracing is on (core/observe/otel.ts imports them dynamically: a chunk).
+ */
+export const INLINED = ["@opentelemetry/"];
+
+/** Every package the bundle leaves as an import: what package.json names, but for the INLINED. */
+export function externalPackages(pkg: PackageJson): string[] {
+  return [...Object.keys(pkg.dependencies), ...Object.keys(pkg.devDependencies ?? {})]
+    .filter((name) => !INLINED.some((prefix) => name.startsWith(prefix)));
+}
+
 /** Bundles scripts/npm_entry.ts into dist/npm/ and checks its imports; throws with every problem found. */
 export function bundle(): void {
   rmSync(NPM_DIR, { recursive: true, force: true });
@@ -100,7 +114,8 @@ export function bundle(): void {
     // Each dynamically imported module in a chunk of its own, loaded when first imported: `--version`
     // does not pay for every library.
     "--splitting",
-    "--packages=external",
+    // npm packages stay imports (below), but for INLINED ones.
+    ...externalPackages(readPackage()).flatMap((name) => ["--external", name, "--external", `${name}/*`]),
     // Names stay readable in stack traces.
     "--minify-syntax",
     "--minify-whitespace",

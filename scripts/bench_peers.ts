@@ -12,9 +12,9 @@
  * are the issue's, from another machine and day, and said so.
  * @module
  */
-import { Client } from "@modelcontextprotocol/client";
-import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import type { Client } from "@modelcontextprotocol/client";
 import { existsSync } from "node:fs";
+import { directClient } from "./bench_proxy.ts";
 import { join } from "node:path";
 import process from "node:process";
 import {
@@ -25,7 +25,6 @@ import {
   percentile,
   removeHome,
   removeLeftovers,
-  ROOT,
   type Row,
   row,
   type SectionResult,
@@ -33,7 +32,6 @@ import {
   works,
 } from "./bench_harness.ts";
 
-const EVERYTHING = join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 const ROUNDS = 5;
 const SEQUENTIAL = 200;
 const MB = 1_000_000;
@@ -135,21 +133,6 @@ async function measureServe(home: string, command: string[] | undefined): Promis
   }
 }
 
-/** An SDK client straight to server-everything, as the direct baseline. */
-async function directClient(): Promise<Client> {
-  const client = new Client({ name: "codemode-bench-peers", version: "1" });
-  await client.connect(
-    new StdioClientTransport({
-      command: "node",
-      args: [EVERYTHING, "stdio"],
-      env: { PATH: process.env.PATH ?? "" },
-      stderr: "ignore",
-    }),
-  );
-  for (let i = 0; i < 500; i++) await client.callTool({ name: "echo", arguments: { message: "warm" } });
-  return client;
-}
-
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const started = performance.now();
   await fn();
@@ -217,7 +200,7 @@ export async function benchPeers(): Promise<SectionResult> {
     return result;
   }
   const home = fakeHome();
-  const client = await directClient();
+  const client = await directClient(500);
   try {
     const direct = await measureDirect(client);
     const monty = await measureMonty(client);

@@ -94,8 +94,8 @@ print(json.dumps(dict(echo_seq=echo_seq, echo_par=echo_par, slow_seq=slow_seq, s
 
 type ParallelTimes = Record<"echo_seq" | "echo_par" | "slow_seq" | "slow_par", number>;
 
-/** An SDK client straight to server-everything. */
-async function directClient(): Promise<Client> {
+/** An SDK client straight to server-everything, warmed up with `warmUp` echo calls: the direct baseline. */
+export async function directClient(warmUp = counts.warmUp): Promise<Client> {
   const client = new Client({ name: "codemode-bench", version: "1" });
   await client.connect(
     new StdioClientTransport({
@@ -105,9 +105,7 @@ async function directClient(): Promise<Client> {
       stderr: "ignore",
     }),
   );
-  for (let i = 0; i < counts.warmUp; i++) {
-    await client.callTool({ name: "echo", arguments: { message: "warm" } });
-  }
+  for (let i = 0; i < warmUp; i++) await client.callTool({ name: "echo", arguments: { message: "warm" } });
   return client;
 }
 

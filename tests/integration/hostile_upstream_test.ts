@@ -60,10 +60,14 @@ function p95(values: number[]): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))] ?? 0;
 }
 
-/** Pings `bystander` one at a time, 25 ms apart, until `stop()` says so; the latencies in ms. */
-async function pinging(bystander: HttpClient, stop: () => boolean): Promise<number[]> {
+/**
+ * Pings `bystander` one at a time, 25 ms apart, until `stop()` says so and at least `least` were answered
+ * (an attempt over before three pings came back, on a loaded machine, still gets a p95 of three); the
+ * latencies in ms.
+ */
+async function pinging(bystander: HttpClient, stop: () => boolean, least = 0): Promise<number[]> {
   const pings: number[] = [];
-  while (!stop()) {
+  while (!stop() || pings.length < least) {
     const started = performance.now();
     await (bystander.client as Client).ping({ timeout: 60_000 });
     pings.push(performance.now() - started);
@@ -81,7 +85,7 @@ async function whileResponsive<T>(bystander: HttpClient, attempt: () => Promise<
   const baselineEnd = Date.now() + 1000;
   const bound = Math.max(PING_P95_MS, 4 * p95(await pinging(bystander, () => Date.now() > baselineEnd)));
   let done = false;
-  const pings = pinging(bystander, () => done);
+  const pings = pinging(bystander, () => done, 3);
   const runner = (async () => {
     await new Promise((r) => setTimeout(r, 300));
     const started = performance.now();
@@ -95,7 +99,6 @@ async function whileResponsive<T>(bystander: HttpClient, attempt: () => Promise<
     const latencies = await pings;
     assert.equal(run.isError, false, run.text);
     assert.ok(run.ms < BYSTANDER_MS, `the other session's run took ${Math.round(run.ms)} ms`);
-    assert.ok(latencies.length >= 3, `only ${latencies.length} pings were answered`);
     const worst = p95(latencies);
     assert.ok(
       worst < bound,

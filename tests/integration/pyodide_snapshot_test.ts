@@ -53,7 +53,8 @@ test("a session restored from the preloaded snapshot finds the runtime imported 
   const r = runtime();
   const value = await valueOf(
     r,
-    "import sys\n(sorted(m for m in sys.modules if m.startswith('codemode_runtime.'))[:3], 6 * 7)",
+    "import sys\nwanted = ['codemode_runtime.artifacts', 'codemode_runtime.context', 'codemode_runtime.display']\n" +
+      "([m for m in wanted if m in sys.modules], 6 * 7)",
   );
   assert.equal(
     value,
@@ -63,11 +64,17 @@ test("a session restored from the preloaded snapshot finds the runtime imported 
 });
 
 test("a session whose runtime modules differ from the preloaded ones runs its own", async () => {
-  const marked = { ...MODULES, "mcp._schema": `${MODULES["mcp._schema"]}\nCODEMODE_TEST_MARK = "mine"\n` };
+  const marked = {
+    ...MODULES,
+    "mcp._literals": `${MODULES["mcp._literals"]}\nCODEMODE_TEST_MARK = "mine"\n`,
+  };
   const frame = { ...bootstrapFrame({ max_output: 1 << 20, servers: [] }), modules: marked };
   const r = runtime();
-  assert.equal(await valueOf(r, "import mcp._schema\nmcp._schema.CODEMODE_TEST_MARK", frame), "'mine'");
-  assert.equal(await valueOf(r, "import mcp._schema\nhasattr(mcp._schema, 'CODEMODE_TEST_MARK')"), "False");
+  assert.equal(await valueOf(r, "import mcp._literals\nmcp._literals.CODEMODE_TEST_MARK", frame), "'mine'");
+  assert.equal(
+    await valueOf(r, "import mcp._literals\nhasattr(mcp._literals, 'CODEMODE_TEST_MARK')"),
+    "False",
+  );
 });
 
 test("sandboxes restored from one snapshot draw different random numbers", async () => {

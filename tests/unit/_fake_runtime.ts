@@ -56,48 +56,72 @@ export interface FakeOptions {
 const encoder = new TextEncoder();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How one fake sandbox process answers. */
+export interface FakeProcessOptions {
+  /** Milliseconds from the bootstrap frame to "ready". */
+  readyMs?: number;
+  /** The Python version "ready" names. */
+  python?: string;
+  /** Answers an execute frame (default: "done" with the code as the value). */
+  onExecute?: (frame: { id: string; code: string }, send: (frame: unknown) => void) => void;
+  /** Told when the process ends (shutdown or kill), once. */
+  onEnd?: () => void;
+}
+
+/** A sandbox process that speaks the frame protocol from memory: ready, execute, shutdown. */
+export function fakeSandboxProcess(options: FakeProcessOptions = {}): SandboxProcess {
+  let out!: ReadableStreamDefaultController<Uint8Array>;
+  let exit!: (code: number | null) => void;
+  let ended = false;
+  const exited = new Promise<number | null>((resolve) => (exit = resolve));
+  const send = (frame: unknown) => !ended && out.enqueue(encoder.encode(JSON.stringify(frame) + "\n"));
+  const end = (code: number | null) => {
+    if (ended) return;
+    ended = true;
+    options.onEnd?.();
+    out.close();
+    exit(code);
+  };
+  const execute = options.onExecute ??
+    ((frame, send) => send({ type: "done", id: frame.id, status: "ok", value: JSON.stringify(frame.code) }));
+  let buffered = "";
+  return {
+    stdout: new ReadableStream({ start: (c) => void (out = c) }),
+    stderr: new ReadableStream({ start: (c) => c.close() }),
+    stdin: new WritableStream({
+      write(chunk) {
+        buffered += new TextDecoder().decode(chunk);
+        for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
+          const frame = JSON.parse(buffered.slice(0, nl));
+          buffered = buffered.slice(nl + 1);
+          if (frame.type === "bootstrap") {
+            void sleep(options.readyMs ?? 0).then(() =>
+              send({ type: "ready", python: options.python ?? "3.11" })
+            );
+          }
+          if (frame.type === "shutdown") end(0);
+          if (frame.type === "execute") execute(frame, send);
+        }
+      },
+    }),
+    kill: () => Promise.resolve(end(null)),
+    exited,
+  };
+}
+
 /** A fake runtime and its tally. */
 export function fakeRuntime(options: FakeOptions = {}): RuntimePlugin & { tally: FakeTally } {
   const tally: FakeTally = { launched: 0, ended: 0, runs: 0 };
   let starts = 0;
-  const process = (): SandboxProcess => {
-    let out!: ReadableStreamDefaultController<Uint8Array>;
-    let exit!: (code: number | null) => void;
-    let ended = false;
-    const exited = new Promise<number | null>((resolve) => (exit = resolve));
-    const send = (frame: unknown) => !ended && out.enqueue(encoder.encode(JSON.stringify(frame) + "\n"));
-    const end = (code: number | null) => {
-      if (ended) return;
-      ended = true;
-      tally.ended++;
-      out.close();
-      exit(code);
-    };
-    let buffered = "";
-    return {
-      stdout: new ReadableStream({ start: (c) => void (out = c) }),
-      stderr: new ReadableStream({ start: (c) => c.close() }),
-      stdin: new WritableStream({
-        write(chunk) {
-          buffered += new TextDecoder().decode(chunk);
-          for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
-            const frame = JSON.parse(buffered.slice(0, nl));
-            buffered = buffered.slice(nl + 1);
-            if (frame.type === "bootstrap") {
-              void sleep(options.readyMs ?? 0).then(() => send({ type: "ready", python: "3.11" }));
-            }
-            if (frame.type === "shutdown") end(0);
-            if (frame.type === "execute") {
-              tally.runs++;
-              send({ type: "done", id: frame.id, status: "ok", value: JSON.stringify(frame.code) });
-            }
-          }
-        },
-      }),
-      kill: () => Promise.resolve(end(null)),
-      exited,
-    };
-  };
+  const process = (): SandboxProcess =>
+    fakeSandboxProcess({
+      readyMs: options.readyMs,
+      onEnd: () => tally.ended++,
+      onExecute: (frame, send) => {
+        tally.runs++;
+        send({ type: "done", id: frame.id, status: "ok", value: JSON.stringify(frame.code) });
+      },
+    });
   const name = options.name ?? "fake";
   return {
     name,

@@ -14,6 +14,7 @@ import { chooseRuntime, runDoctor } from "../../core/doctor/checks.ts";
 import { explainFailure } from "../../core/doctor/runtime.ts";
 import { renderReport } from "../../cli/doctor.ts";
 import { colors } from "../../cli/_render.ts";
+import { fakeSandboxProcess } from "./_fake_runtime.ts";
 
 const runsc: IsolationEvidence = {
   isolation: "gvisor",
@@ -55,44 +56,17 @@ Deno.test("parseKernelRelease() reads the probe's kernel line and ignores anythi
   assert.equal(parseKernelRelease(undefined), undefined);
 });
 
-const encoder = new TextEncoder();
-
 /** A sandbox that answers doctor's probe as a sandbox on `kernel` would. */
 function probeAnswering(kernel: string): SandboxProcess {
-  let out!: ReadableStreamDefaultController<Uint8Array>;
-  let exit!: (code: number | null) => void;
-  const exited = new Promise<number | null>((resolve) => (exit = resolve));
-  const send = (frame: unknown) => out.enqueue(encoder.encode(JSON.stringify(frame) + "\n"));
-  const end = (code: number | null) => {
-    try {
-      out.close();
-    } catch { /* closed */ }
-    exit(code);
-  };
-  let buffered = "";
-  return {
-    stdout: new ReadableStream({ start: (c) => void (out = c) }),
-    stderr: new ReadableStream({ start: (c) => c.close() }),
-    stdin: new WritableStream({
-      write(chunk) {
-        buffered += new TextDecoder().decode(chunk);
-        for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
-          const frame = JSON.parse(buffered.slice(0, nl));
-          buffered = buffered.slice(nl + 1);
-          if (frame.type === "bootstrap") send({ type: "ready", python: "3.11.2" });
-          if (frame.type === "execute") {
-            const facts = '{"mode": "2", "filters": "1", "probe": "EPERM"}';
-            const data = `ok\n${facts}\n{}\n${JSON.stringify({ release: kernel })}\n`;
-            send({ type: "output", id: frame.id, stream: "stdout", data });
-            send({ type: "done", id: frame.id, status: "ok" });
-          }
-          if (frame.type === "shutdown") end(0);
-        }
-      },
-    }),
-    kill: () => Promise.resolve(end(null)),
-    exited,
-  };
+  return fakeSandboxProcess({
+    python: "3.11.2",
+    onExecute: (frame, send) => {
+      const facts = '{"mode": "2", "filters": "1", "probe": "EPERM"}';
+      const data = `ok\n${facts}\n{}\n${JSON.stringify({ release: kernel })}\n`;
+      send({ type: "output", id: frame.id, stream: "stdout", data });
+      send({ type: "done", id: frame.id, status: "ok" });
+    },
+  });
 }
 
 function runtime(

@@ -36,6 +36,12 @@ for f in "${files[@]}"; do
 done
 echo
 echo "test files: ${#files[@]}, ignored tests: $ignored, time: $((SECONDS - started))s"
+# What failed, again at the end: CI shows the tail of a long log, and the reasons are what it needs.
+for f in "${broken[@]}"; do
+  log="$logs/$(echo "$f" | tr / _).log"
+  echo "==> why $f failed"
+  if grep -q '^ERRORS' "$log"; then sed -n '/^ERRORS/,$p' "$log" | head -n 150; else tail -n 60 "$log"; fi
+done
 for f in "${broken[@]}"; do echo "FAILED: $f"; done
 echo "tests: $passed passed, $failed failed"
 [ ${#broken[@]} -eq 0 ]

@@ -306,6 +306,7 @@ export async function hostProcessesOf(ctx: Ctx): Promise<number[]> {
 /** Python for host-API attempts: `await try_(name, coro)` sets `results[name]` to "allowed" when `coro`
  * returned, else to the exception's type; `rpc` is the run's channel to the host. */
 export const TRY = `
+import sys
 from codemode_runtime import context as _context
 from mcp import runtime
 rpc = _context.current().rpc
@@ -316,6 +317,8 @@ async def try_(name, coro):
         results[name] = "allowed"
     except Exception as e:
         results[name] = type(e).__name__
+    # Each outcome as it comes, on stderr: an attempt that runs out of time shows how far it got.
+    print(f"tried {name}: {results[name]}", file=sys.stderr, flush=True)
 `;
 
 /** The findings an attempt printed with report(...). */

@@ -40,7 +40,7 @@ echo "test files: ${#files[@]}, ignored tests: $ignored, time: $((SECONDS - star
 for f in "${broken[@]}"; do
   log="$logs/$(echo "$f" | tr / _).log"
   echo "==> why $f failed"
-  if grep -q '^ERRORS' "$log"; then sed -n '/^ERRORS/,$p' "$log" | head -n 150; else tail -n 60 "$log"; fi
+  if grep -q '^ ERRORS ' "$log"; then sed -n '/^ ERRORS /,/^FAILED |/p' "$log" | head -n 150; else tail -n 60 "$log"; fi
 done
 for f in "${broken[@]}"; do echo "FAILED: $f"; done
 echo "tests: $passed passed, $failed failed"

@@ -107,7 +107,13 @@ class Watchdog:
                         self._sleeping_until = min(self._next, time.monotonic() + self._every)
                         self._cond.wait(min(delay, self._every))
                         if self._armed:
-                            self._stall_check()
+                            # Outside the lock: the check dispatches frames under the channel's read lock,
+                            # and the loop, holding that lock, may be dispatching a pause that needs ours.
+                            self._cond.release()
+                            try:
+                                self._stall_check()
+                            finally:
+                                self._cond.acquire()
                         continue
                 elif self._left is not None:
                     self._sleeping_until = None

@@ -148,3 +148,48 @@ print(json.dumps([json.loads(line) for line in lines if '"done"' in line]))
   assert.deepEqual(paused, { type: "done", id: "e1", status: "ok", value: "1" });
   assert.equal(unpaused.status, "timeout");
 });
+
+Deno.test("pause and resume frames read while the watchdog steps in to read never deadlock the channel", () => {
+  // The loop reads frames and a pause takes the watchdog's lock; the watchdog's stall check reads frames
+  // too. When it did so holding its own lock, the two could wait for each other for good (seen on CI: a
+  // run with six approval questions hung until its deadline). Frames come fast and the check runs every
+  // 0.1 ms, so the old code locked up in 5 of 6 runs of this test.
+  const script = `
+import asyncio, json, os, socket, sys, threading, time
+sys.path.insert(0, ${JSON.stringify(new URL("../../sandbox", import.meta.url).pathname)})
+from codemode_runtime.channel import Channel
+from codemode_runtime.watchdog import Watchdog
+
+host, sandbox = socket.socketpair()
+channel = Channel(sandbox.fileno(), sandbox.fileno(), sock=sandbox)
+loop = asyncio.new_event_loop()
+dog = Watchdog(loop, stall_check=channel.stall_check, every=0.0001)
+count = [0]
+def on_frame(frame):
+    count[0] += 1
+    dog.pause() if frame["type"] == "pause" else dog.resume()
+channel.serve(on_frame, lambda: None)
+channel.attach(loop)
+dog.arm(1000)
+N = 10000
+def send():
+    for i in range(N):
+        host.sendall((json.dumps({"type": "pause" if i % 2 == 0 else "resume", "id": "x"}) + "\\n").encode())
+        time.sleep(0.00005)
+threading.Thread(target=send, daemon=True).start()
+def give_up():
+    time.sleep(20)
+    print(json.dumps({"stuck_at": count[0]}), flush=True)
+    os._exit(0)
+threading.Thread(target=give_up, daemon=True).start()
+async def main():
+    while count[0] < N:
+        await asyncio.sleep(0.01)
+loop.run_until_complete(main())
+print(json.dumps({"read": count[0]}), flush=True)
+os._exit(0)
+`;
+  const result = spawnSync("python3", ["-I", "-c", script], { encoding: "utf8", timeout: 60_000 });
+  assert.equal(result.stderr, "");
+  assert.deepEqual(JSON.parse(result.stdout), { read: 10000 });
+});

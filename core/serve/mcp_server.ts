@@ -20,6 +20,7 @@ import type { RunOptions } from "../sandbox/session.ts";
 import { isLoggingLevel, logForwarder, progressStream } from "./run_notifications.ts";
 import { stats } from "../observe/stats.ts";
 import { resultContent } from "./display_content.ts";
+import { structuredContent } from "./structured_content.ts";
 import type { ArtifactStore } from "../artifacts/store.ts";
 import { artifactLinks, registerArtifactResources } from "./artifact_resources.ts";
 import type { ApprovalBroker } from "../host_api/approvals.ts";
@@ -135,9 +136,10 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     }
     const rendered = options.output.render(result);
     if (result.artifacts?.length) server.sendResourceListChanged();
+    const content = [...resultContent(result, rendered), ...artifactLinks(result)];
     return {
-      content: [...resultContent(result, rendered), ...artifactLinks(result)],
-      structuredContent: rendered.structured,
+      content,
+      structuredContent: structuredContent(rendered, content),
       isError: result.status !== "ok",
     } as CallToolResult;
   };

@@ -323,7 +323,8 @@ async def try_(name, coro):
 
 /** The findings an attempt printed with report(...). */
 export function facts(answer: Answer): Record<string, unknown> {
-  const stdout = String(answer.structured.stdout ?? "");
+  // A large stdout comes once, as the text (structuredContent says `stdout_in_text`).
+  const stdout = String(answer.structured.stdout_in_text ? answer.text : answer.structured.stdout ?? "");
   const line = stdout.split("\n").reverse().find((l) => l.startsWith("FACTS "));
   assert.ok(line, `the attempt reported nothing: ${answer.text.slice(0, 1500)}`);
   return JSON.parse(line.slice(6));

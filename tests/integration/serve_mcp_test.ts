@@ -49,6 +49,14 @@ test("two run_python calls share state, and the value of the last expression com
   assert.deepEqual({ status: b.structured.status, value: b.structured.value }, { status: "ok", value: "42" });
 });
 
+test("a megabyte echoed and printed back arrives whole, carried once (in the text)", async (s) => {
+  const r = await s.run('r = await mcp_everything.echo(message="é" * 500_000)\nprint(r)');
+  assert.equal(r.text, `Echo: ${"é".repeat(500_000)}\n`);
+  assert.equal(r.structured.stdout, undefined);
+  assert.equal(r.structured.stdout_in_text, true);
+  assert.equal(r.structured.status, "ok");
+});
+
 test("an exception is an error result with the traceback", async (s) => {
   const r = await s.run("1/0");
   assert.equal(r.isError, true);

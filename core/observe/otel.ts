@@ -9,7 +9,7 @@
 import {
   type Context,
   defaultTextMapGetter,
-  defaultTextMapSetter,
+  isSpanContextValid,
   type Link,
   ROOT_CONTEXT,
   type Span,
@@ -55,6 +55,12 @@ const MAX_MESSAGE = 300;
 const MAX_CONTENT = 4096;
 /** An unreachable collector is reported at most this often. */
 const WARN_EVERY_MS = 60_000;
+/**
+ * After a failed export, batches are dropped unsent for this long (doubling while the collector keeps
+ * failing, up to the second figure): serialising spans for a collector that is down is most of what
+ * tracing costs a run, and they would be dropped anyway.
+ */
+const PAUSE_MS = [1_000, 30_000] as const;
 
 const propagator = new W3CTraceContextPropagator();
 const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT };
@@ -117,7 +123,7 @@ export function createTracer(options: TracingOptions): Tracer {
         attributes: defined(start.attributes ?? {}),
         ...(links?.length ? { links } : {}),
       }, parent);
-      return new OtelSpan(span, trace.setSpan(parent, span), shape);
+      return new OtelSpan(span, parent, shape);
     },
     status: () => exporter.status(),
     async shutdown(timeoutMs) {
@@ -136,13 +142,19 @@ interface SpanShape {
   content?: (text: string) => string;
 }
 
-/** A span codemode holds: the SDK's span and the context that makes it a parent. */
+/** A span codemode holds: the SDK's span, and the context that makes it a parent once a child asks. */
 class OtelSpan implements TraceSpan {
   #ended = false;
   /** The first failure recorded wins: an `isError` result that unwrapping then throws is one failure. */
   #failed = false;
+  #context: Context | undefined;
 
-  constructor(readonly span: Span, readonly otelContext: Context, private readonly shape: SpanShape) {}
+  constructor(readonly span: Span, private readonly parent: Context, private readonly shape: SpanShape) {}
+
+  /** The context that makes this span a parent (most spans never have a child: made on first use). */
+  get otelContext(): Context {
+    return this.#context ??= trace.setSpan(this.parent, this.span);
+  }
 
   get traceId(): string {
     return this.span.spanContext().traceId;
@@ -153,7 +165,10 @@ class OtelSpan implements TraceSpan {
   }
 
   set(attributes: SpanAttributes): void {
-    this.span.setAttributes(defined(attributes));
+    for (const key in attributes) {
+      const value = attributes[key];
+      if (value !== undefined) this.span.setAttribute(key, value);
+    }
   }
 
   content(key: string, value: () => unknown): void {
@@ -192,15 +207,14 @@ class OtelSpan implements TraceSpan {
     if (other instanceof OtelSpan) this.span.addLink({ context: other.span.spanContext() });
   }
 
+  /** The W3C form of the span's context, as the propagator writes it (one per tool call: built directly). */
   context(): TraceContext | undefined {
-    const carrier: Record<string, string> = {};
-    propagator.inject(this.otelContext, carrier, defaultTextMapSetter);
-    return carrier.traceparent
-      ? {
-        traceparent: carrier.traceparent,
-        ...(carrier.tracestate ? { tracestate: carrier.tracestate } : {}),
-      }
-      : undefined;
+    const context = this.span.spanContext();
+    if (!isSpanContextValid(context)) return undefined;
+    const flags = (context.traceFlags & 0xff).toString(16).padStart(2, "0");
+    const traceparent = `00-${context.traceId}-${context.spanId}-${flags}`;
+    const tracestate = context.traceState?.serialize();
+    return tracestate ? { traceparent, tracestate } : { traceparent };
   }
 
   end(): void {
@@ -226,23 +240,44 @@ function defined(attributes: SpanAttributes): Record<string, string | number | b
 
 /**
  * The SDK's exporter, watched: it counts what was sent and what failed, and says when the collector cannot
- * be reached (the first time, then at most once a minute, with how many exports failed meanwhile).
+ * be reached (the first time, then at most once a minute, with how many exports failed meanwhile). After
+ * a failure it pauses: batches ended meanwhile are dropped without being serialised (PAUSE_MS), and the
+ * first batch after the pause tries the collector again.
  */
-class WatchedExporter implements SpanExporter {
+export class WatchedExporter implements SpanExporter {
   #inner: SpanExporter;
   #status: ExportStatus;
   #warnedAt = -Infinity;
   #failedSinceWarning = 0;
+  #pause: readonly [number, number];
+  #pauseMs = 0;
+  #pausedUntil = -Infinity;
 
-  constructor(inner: SpanExporter, url: string) {
+  constructor(inner: SpanExporter, url: string, pause: readonly [number, number] = PAUSE_MS) {
     this.#inner = inner;
     this.#status = { url: shownUrl(url), exported: 0, failed: 0 };
+    this.#pause = pause;
   }
 
   export(spans: ReadableSpan[], done: Parameters<SpanExporter["export"]>[1]): void {
+    if (performance.now() < this.#pausedUntil) {
+      const error = new Error(
+        `not sent: the collector failed ${Math.round(this.#pauseMs / 1000)} s ago or less`,
+      );
+      this.#failed(spans.length, this.#status.error ?? error);
+      done({ code: ExportResultCode.FAILED, error });
+      return;
+    }
     this.#inner.export(spans, (result) => {
-      if (result.code === ExportResultCode.SUCCESS) this.#succeeded(spans.length);
-      else this.#failed(spans.length, result.error);
+      if (result.code === ExportResultCode.SUCCESS) {
+        this.#pauseMs = 0;
+        this.#pausedUntil = -Infinity;
+        this.#succeeded(spans.length);
+      } else {
+        this.#pauseMs = Math.min(Math.max(this.#pause[0], this.#pauseMs * 2), this.#pause[1]);
+        this.#pausedUntil = performance.now() + this.#pauseMs;
+        this.#failed(spans.length, result.error);
+      }
       done(result);
     });
   }

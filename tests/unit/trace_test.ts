@@ -352,3 +352,44 @@ test("doctor: tracing off, a collector that answers, one that does not (a warnin
   assert.match(dead.problem?.message ?? "", /did not take an export: .*ECONNREFUSED/);
   assert.ok(!dead.problem?.message.includes("pw"));
 });
+
+test("a collector that failed is not sent to for a pause that doubles while it keeps failing; success ends it", async () => {
+  const { WatchedExporter } = await import("../../core/observe/otel.ts");
+  const outcomes: boolean[] = [];
+  const sent: number[] = [];
+  const inner = {
+    export(spans: unknown[], done: (result: { code: number; error?: Error }) => void) {
+      sent.push(spans.length);
+      const ok = outcomes.shift() ?? true;
+      done(ok ? { code: 0 } : { code: 1, error: new Error("connect ECONNREFUSED 127.0.0.1:1") });
+    },
+    shutdown: () => Promise.resolve(),
+  };
+  const exporter = new WatchedExporter(inner, "http://127.0.0.1:1/v1/traces", [100, 150]);
+  const warnings: string[] = [];
+  setLogSink((line) => warnings.push(line));
+  const batch = (n: number) =>
+    new Promise<number>((resolve) =>
+      exporter.export(Array(n).fill({}) as never, (result: { code: number }) => resolve(result.code))
+    );
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  outcomes.push(false, false);
+  assert.equal(await batch(3), 1, "the collector's failure");
+  assert.equal(await batch(4), 1, "dropped unsent during the pause");
+  assert.deepEqual(sent, [3], "the second batch was not serialised or sent");
+  await sleep(120);
+  assert.equal(await batch(5), 1, "after the pause the collector is tried again, and fails again");
+  assert.deepEqual(sent, [3, 5]);
+  await sleep(120);
+  assert.equal(await batch(1), 1, "the pause doubled (to at most 150 ms): still paused after 120 ms");
+  await sleep(60);
+  assert.equal(await batch(2), 0, "then a success");
+  assert.equal(await batch(2), 0, "and no pause after it");
+  assert.deepEqual(sent, [3, 5, 2, 2]);
+  const status = exporter.status();
+  assert.equal(status.failed, 3 + 4 + 5 + 1);
+  assert.equal(status.exported, 4);
+  assert.equal(status.error, undefined);
+  setLogSink((line) => process.stderr.write(line + "\n"));
+  assert.equal(warnings.length, 1, "one warning for the whole outage");
+});

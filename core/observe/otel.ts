@@ -26,7 +26,9 @@ import {
   resourceFromAttributes,
 } from "@opentelemetry/resources";
 import {
+  AlwaysOffSampler,
   BatchSpanProcessor,
+  NoopSpanProcessor,
   type ReadableSpan,
   type SpanExporter,
   TracerProvider,
@@ -55,12 +57,6 @@ const MAX_MESSAGE = 300;
 const MAX_CONTENT = 4096;
 /** An unreachable collector is reported at most this often. */
 const WARN_EVERY_MS = 60_000;
-/**
- * After a failed export, batches are dropped unsent for this long (doubling while the collector keeps
- * failing, up to the second figure): serialising spans for a collector that is down is most of what
- * tracing costs a run, and they would be dropped anyway.
- */
-const PAUSE_MS = [1_000, 30_000] as const;
 
 const propagator = new W3CTraceContextPropagator();
 const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT };
@@ -91,8 +87,9 @@ export function createTracer(options: TracingOptions): Tracer {
       // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, as everywhere else.
       .merge(detectResources({ detectors: [envDetector] })),
     spanLimits: { attributeValueLengthLimit: MAX_CONTENT, linkCountLimit: 16, eventCountLimit: 16 },
+    ...(options.env.CODEMODE_X === "nosample" ? { sampler: new AlwaysOffSampler() } : {}),
     spanProcessors: [
-      new BatchSpanProcessor({
+      options.env.CODEMODE_X === "noexport" ? new NoopSpanProcessor() : new BatchSpanProcessor({
         exporter,
         scheduledDelayMillis: number("OTEL_BSP_SCHEDULE_DELAY"),
         maxQueueSize: number("OTEL_BSP_MAX_QUEUE_SIZE"),
@@ -240,44 +237,22 @@ function defined(attributes: SpanAttributes): Record<string, string | number | b
 
 /**
  * The SDK's exporter, watched: it counts what was sent and what failed, and says when the collector cannot
- * be reached (the first time, then at most once a minute, with how many exports failed meanwhile). After
- * a failure it pauses: batches ended meanwhile are dropped without being serialised (PAUSE_MS), and the
- * first batch after the pause tries the collector again.
+ * be reached (the first time, then at most once a minute, with how many exports failed meanwhile).
  */
-export class WatchedExporter implements SpanExporter {
+class WatchedExporter implements SpanExporter {
   #inner: SpanExporter;
   #status: ExportStatus;
   #warnedAt = -Infinity;
   #failedSinceWarning = 0;
-  #pause: readonly [number, number];
-  #pauseMs = 0;
-  #pausedUntil = -Infinity;
-
-  constructor(inner: SpanExporter, url: string, pause: readonly [number, number] = PAUSE_MS) {
+  constructor(inner: SpanExporter, url: string) {
     this.#inner = inner;
     this.#status = { url: shownUrl(url), exported: 0, failed: 0 };
-    this.#pause = pause;
   }
 
   export(spans: ReadableSpan[], done: Parameters<SpanExporter["export"]>[1]): void {
-    if (performance.now() < this.#pausedUntil) {
-      const error = new Error(
-        `not sent: the collector failed ${Math.round(this.#pauseMs / 1000)} s ago or less`,
-      );
-      this.#failed(spans.length, this.#status.error ?? error);
-      done({ code: ExportResultCode.FAILED, error });
-      return;
-    }
     this.#inner.export(spans, (result) => {
-      if (result.code === ExportResultCode.SUCCESS) {
-        this.#pauseMs = 0;
-        this.#pausedUntil = -Infinity;
-        this.#succeeded(spans.length);
-      } else {
-        this.#pauseMs = Math.min(Math.max(this.#pause[0], this.#pauseMs * 2), this.#pause[1]);
-        this.#pausedUntil = performance.now() + this.#pauseMs;
-        this.#failed(spans.length, result.error);
-      }
+      if (result.code === ExportResultCode.SUCCESS) this.#succeeded(spans.length);
+      else this.#failed(spans.length, result.error);
       done(result);
     });
   }

@@ -7,8 +7,15 @@
  * process that answers every export (`--collector live`, the default) or a port nothing listens on
  * (`--collector down`). Prints one JSON object: host CPU per call (µs), off and on, per round and median.
  *
- *   trace_call_probe.ts [--calls 100] [--batches 50] [--rounds 7] [--collector live|down] [--profile FILE]
- *     --profile  also write a CPU profile of one traced round (a .cpuprofile) and its self time by file
+ * Run by `deno run -A scripts/trace_call_probe.ts` (or `bun`); OTEL_BSP_* variables apply. See BENCHMARKS.md,
+ * "tracing", for what it measured.
+ *
+ *   trace_call_probe.ts [--calls 100] [--batches 50] [--rounds 7] [--collector live|down]
+ *                       [--upstream fake|real|sandbox] [--profile FILE]
+ *     --upstream  real: server-everything over the real pool (stdio, lean calls) instead of a pool that
+ *                 answers at once; sandbox: that, with the calls made by Python in a podman sandbox
+ *                 (`asyncio.gather`), as in a serve (the closest to a serve's figure; --batches 10 is plenty)
+ *     --profile   also write a CPU profile of one traced round (a .cpuprofile) and its self time by file
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -20,9 +27,13 @@ import { Policy } from "../core/config/policy.ts";
 import { sandboxApi, type ToolCaller } from "../core/host_api/api.ts";
 import { toolResultForPython } from "../core/host_api/tool_result.ts";
 import { UpstreamPool } from "../core/upstream/pool.ts";
+import { SessionManager } from "../core/sandbox/session_manager.ts";
+import { podman } from "../plugins/runtime/podman.ts";
+import { bootstrapCommand, bootstrapFrame } from "../sandbox/source.ts";
 import { withLogScope } from "../core/observe/log.ts";
 import { startRunSpan, startTracing, stopTracing } from "../core/observe/trace.ts";
 import type { TraceContext } from "../core/observe/span.ts";
+import type { ServerSpec } from "../core/contracts/discovery.ts";
 
 const argv = process.argv.slice(2);
 const option = (name: string, fallback: string) => {
@@ -63,10 +74,17 @@ async function startSink(): Promise<{ url: string; child?: ChildProcess }> {
   return { url: `http://127.0.0.1:${port}`, child };
 }
 
+const EVERYTHING_SPEC: ServerSpec = {
+  name: "everything",
+  transport: "stdio",
+  command: "node",
+  args: [EVERYTHING, "stdio"],
+  source: { plugin: "bench", file: "trace_call_probe.ts", key: "everything" },
+};
 const seen: (TraceContext | undefined)[] = [];
 const fake: ToolCaller = {
   names: () => ["everything"],
-  spec: () => ({ name: "everything", transport: "stdio", command: "node" }),
+  spec: () => EVERYTHING_SPEC,
   listTools: () =>
     Promise.resolve([{ name: "echo", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } }]),
   callToolReply: (_name, _tool, args, options) => {
@@ -75,20 +93,30 @@ const fake: ToolCaller = {
     return Promise.resolve({ result: { content: [{ type: "text", text: `Echo: ${args.message}` }] } });
   },
 };
-const real = upstream === "real"
-  ? new UpstreamPool([{
-    name: "everything",
-    transport: "stdio",
-    command: "node",
-    args: [EVERYTHING, "stdio"],
-  }])
-  : undefined;
+const real = upstream === "fake" ? undefined : new UpstreamPool([EVERYTHING_SPEC]);
 const rpc = sandboxApi(
   real ?? fake,
   { search: () => [], docs: () => [] },
   real ? toolResultForPython : (reply) => reply.result,
   new Policy(),
 );
+
+/** With `--upstream sandbox`: the sandbox that makes the calls (podman), as a serve's would. */
+const sessions = upstream === "sandbox"
+  ? new SessionManager({
+    runtime: () => Promise.resolve(podman()),
+    image: process.env.CODEMODE_IMAGE ?? "codemode-sandbox:latest",
+    limits: { memory: "512m", pids: 64 },
+    command: bootstrapCommand(),
+    bootstrap: () =>
+      bootstrapFrame({ max_output: 1 << 20, servers: [{ name: "everything", alias: "everything" }] }),
+    rpc,
+    maxOutput: 1 << 20,
+    idleTimeout: 600,
+  })
+  : undefined;
+const GATHER = `import asyncio
+r = await asyncio.gather(*[mcp_everything.echo(message=str(i)) for i in range(${calls})])`;
 
 /**
  * `batches` runs, each of `calls` tool calls gathered, in the run's log scope and span; a millisecond's
@@ -100,14 +128,19 @@ async function run(): Promise<void> {
     const context = { session: "probe", signal: new AbortController().signal, requestId: scope.requestId };
     await withLogScope(scope, async () => {
       const span = startRunSpan(scope, { "codemode.session": "probe" });
-      await Promise.all(
-        Array.from({ length: calls }, (_, i) =>
-          rpc(
-            "call_tool",
-            { server: "everything", tool: "echo", arguments: { message: String(i) } },
-            context,
-          )),
-      );
+      if (sessions) {
+        const result = await sessions.run("probe", GATHER, { timeout: 600 });
+        if (result.status !== "ok") throw new Error(`probe run failed: ${result.error}`);
+      } else {
+        await Promise.all(
+          Array.from({ length: calls }, (_, i) =>
+            rpc(
+              "call_tool",
+              { server: "everything", tool: "echo", arguments: { message: String(i) } },
+              context,
+            )),
+        );
+      }
       span.end();
     });
     await new Promise((resolve) => setTimeout(resolve, 1));
@@ -187,6 +220,7 @@ try {
   }));
 } finally {
   sink.child?.kill();
+  await sessions?.closeAll();
   await real?.close();
 }
 

@@ -26,9 +26,7 @@ import {
   resourceFromAttributes,
 } from "@opentelemetry/resources";
 import {
-  AlwaysOffSampler,
   BatchSpanProcessor,
-  NoopSpanProcessor,
   type ReadableSpan,
   type SpanExporter,
   TracerProvider,
@@ -87,9 +85,8 @@ export function createTracer(options: TracingOptions): Tracer {
       // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, as everywhere else.
       .merge(detectResources({ detectors: [envDetector] })),
     spanLimits: { attributeValueLengthLimit: MAX_CONTENT, linkCountLimit: 16, eventCountLimit: 16 },
-    ...(options.env.CODEMODE_X === "nosample" ? { sampler: new AlwaysOffSampler() } : {}),
     spanProcessors: [
-      options.env.CODEMODE_X === "noexport" ? new NoopSpanProcessor() : new BatchSpanProcessor({
+      new BatchSpanProcessor({
         exporter,
         scheduledDelayMillis: number("OTEL_BSP_SCHEDULE_DELAY"),
         maxQueueSize: number("OTEL_BSP_MAX_QUEUE_SIZE"),
@@ -244,6 +241,7 @@ class WatchedExporter implements SpanExporter {
   #status: ExportStatus;
   #warnedAt = -Infinity;
   #failedSinceWarning = 0;
+
   constructor(inner: SpanExporter, url: string) {
     this.#inner = inner;
     this.#status = { url: shownUrl(url), exported: 0, failed: 0 };

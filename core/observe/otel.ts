@@ -1,7 +1,8 @@
 /**
  * The OpenTelemetry side of tracing, loaded only when tracing is on (trace.ts imports it on demand): a
  * tracer provider whose spans are batched and exported over OTLP/HTTP (protobuf) by the SDK's exporter,
- * the W3C propagator for `traceparent` in and out, and the span object codemode's code holds. Exports
+ * the W3C propagator for `traceparent` in and out, and the span object codemode's code holds (a tool call's
+ * being codemode's own record, tool_call_span.ts, batched and exported the same way). Exports
  * never block a run: spans wait in the batch queue (bounded; the oldest are dropped when it is full), and
  * an unreachable collector costs a warning at most once a minute.
  * @module
@@ -9,15 +10,16 @@
 import {
   type Context,
   defaultTextMapGetter,
-  defaultTextMapSetter,
+  isSpanContextValid,
   type Link,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
 } from "@opentelemetry/api";
-import { ExportResultCode, W3CTraceContextPropagator } from "@opentelemetry/core";
+import { ExportResultCode, type InstrumentationScope, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import {
   defaultResource,
@@ -38,6 +40,7 @@ import {
 } from "@opentelemetry/semantic-conventions";
 import { hostname } from "node:os";
 import { log } from "./log.ts";
+import { MAX_ATTRIBUTES, MAX_CONTENT, MAX_EVENTS, MAX_LINKS, ToolCallSpan } from "./tool_call_span.ts";
 import type {
   ExportStatus,
   SpanAttributes,
@@ -51,8 +54,6 @@ import { shownUrl } from "./span.ts";
 
 /** Longest error message a span keeps. */
 const MAX_MESSAGE = 300;
-/** Longest content attribute (code, arguments, results) a span keeps. */
-const MAX_CONTENT = 4096;
 /** An unreachable collector is reported at most this often. */
 const WARN_EVERY_MS = 60_000;
 
@@ -72,30 +73,39 @@ export function createTracer(options: TracingOptions): Tracer {
     const value = Number(options.env[name]);
     return Number.isFinite(value) && value > 0 ? value : undefined;
   };
+  const resource = defaultResource()
+    .merge(resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: "codemode",
+      [ATTR_SERVICE_VERSION]: options.version,
+      "host.name": hostname(),
+      "process.pid": process.pid,
+      // The fleet node (CODEMODE_NODE_ID, else the host name): which node of a fleet a trace ran on.
+      "codemode.node": options.node,
+    }))
+    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, as everywhere else.
+    .merge(detectResources({ detectors: [envDetector] }));
+  const batch = new BatchSpanProcessor({
+    exporter,
+    scheduledDelayMillis: number("OTEL_BSP_SCHEDULE_DELAY"),
+    maxQueueSize: number("OTEL_BSP_MAX_QUEUE_SIZE"),
+    maxExportBatchSize: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+    exportTimeoutMillis: number("OTEL_BSP_EXPORT_TIMEOUT"),
+  });
   const provider = new TracerProvider({
-    resource: defaultResource()
-      .merge(resourceFromAttributes({
-        [ATTR_SERVICE_NAME]: "codemode",
-        [ATTR_SERVICE_VERSION]: options.version,
-        "host.name": hostname(),
-        "process.pid": process.pid,
-        // The fleet node (CODEMODE_NODE_ID, else the host name): which node of a fleet a trace ran on.
-        "codemode.node": options.node,
-      }))
-      // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, as everywhere else.
-      .merge(detectResources({ detectors: [envDetector] })),
-    spanLimits: { attributeValueLengthLimit: MAX_CONTENT, linkCountLimit: 16, eventCountLimit: 16 },
-    spanProcessors: [
-      new BatchSpanProcessor({
-        exporter,
-        scheduledDelayMillis: number("OTEL_BSP_SCHEDULE_DELAY"),
-        maxQueueSize: number("OTEL_BSP_MAX_QUEUE_SIZE"),
-        maxExportBatchSize: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
-        exportTimeoutMillis: number("OTEL_BSP_EXPORT_TIMEOUT"),
-      }),
-    ],
+    resource,
+    spanLimits: {
+      attributeValueLengthLimit: MAX_CONTENT,
+      attributeCountLimit: MAX_ATTRIBUTES,
+      linkCountLimit: MAX_LINKS,
+      eventCountLimit: MAX_EVENTS,
+    },
+    spanProcessors: [batch],
   });
   const tracer = provider.getTracer("codemode", options.version);
+  // The SDK tracer's own scope object: the exporter groups spans by scope (and resource) identity.
+  const scope = (tracer as unknown as { instrumentationScope?: InstrumentationScope }).instrumentationScope ??
+    { name: "codemode", version: options.version };
+  const sdk = { batch, resource, scope };
   const clip = (text: string, max: number) => text.length > max ? text.slice(0, max - 1) + "…" : text;
   const shape: SpanShape = {
     message: (text) => clip(options.redact(text), MAX_MESSAGE),
@@ -108,6 +118,17 @@ export function createTracer(options: TracingOptions): Tracer {
         : start.remote
         ? remoteContext(start.remote)
         : ROOT_CONTEXT;
+      const parentSpan = start.parent instanceof OtelSpan ? start.parent.span : undefined;
+      const parentContext = parentSpan?.spanContext();
+      // A tool call of a sampled run (the sampler follows the parent): codemode's own record, see ToolCallSpan.
+      if (
+        start.lean && parentSpan?.isRecording() && parentContext &&
+        parentContext.traceFlags & TraceFlags.SAMPLED
+      ) {
+        const kind = KINDS[start.kind ?? "internal"];
+        const span = new ToolCallSpan(start.name, kind, defined(start.attributes ?? {}), parentContext, sdk);
+        return new OtelSpan(span, parent, shape);
+      }
       const links = start.links?.flatMap((c) => {
         const context = trace.getSpanContext(remoteContext(c));
         return context ? [{ context } satisfies Link] : [];
@@ -117,7 +138,7 @@ export function createTracer(options: TracingOptions): Tracer {
         attributes: defined(start.attributes ?? {}),
         ...(links?.length ? { links } : {}),
       }, parent);
-      return new OtelSpan(span, trace.setSpan(parent, span), shape);
+      return new OtelSpan(span, parent, shape);
     },
     status: () => exporter.status(),
     async shutdown(timeoutMs) {
@@ -136,13 +157,19 @@ interface SpanShape {
   content?: (text: string) => string;
 }
 
-/** A span codemode holds: the SDK's span and the context that makes it a parent. */
+/** A span codemode holds: the SDK's span, and the context that makes it a parent once a child asks. */
 class OtelSpan implements TraceSpan {
   #ended = false;
   /** The first failure recorded wins: an `isError` result that unwrapping then throws is one failure. */
   #failed = false;
+  #context: Context | undefined;
 
-  constructor(readonly span: Span, readonly otelContext: Context, private readonly shape: SpanShape) {}
+  constructor(readonly span: Span, private readonly parent: Context, private readonly shape: SpanShape) {}
+
+  /** The context that makes this span a parent (most spans never have a child: made on first use). */
+  get otelContext(): Context {
+    return this.#context ??= trace.setSpan(this.parent, this.span);
+  }
 
   get traceId(): string {
     return this.span.spanContext().traceId;
@@ -153,7 +180,10 @@ class OtelSpan implements TraceSpan {
   }
 
   set(attributes: SpanAttributes): void {
-    this.span.setAttributes(defined(attributes));
+    for (const key in attributes) {
+      const value = attributes[key];
+      if (value !== undefined) this.span.setAttribute(key, value);
+    }
   }
 
   content(key: string, value: () => unknown): void {
@@ -192,15 +222,14 @@ class OtelSpan implements TraceSpan {
     if (other instanceof OtelSpan) this.span.addLink({ context: other.span.spanContext() });
   }
 
+  /** The W3C form of the span's context, as the propagator writes it (one per tool call: built directly). */
   context(): TraceContext | undefined {
-    const carrier: Record<string, string> = {};
-    propagator.inject(this.otelContext, carrier, defaultTextMapSetter);
-    return carrier.traceparent
-      ? {
-        traceparent: carrier.traceparent,
-        ...(carrier.tracestate ? { tracestate: carrier.tracestate } : {}),
-      }
-      : undefined;
+    const context = this.span.spanContext();
+    if (!isSpanContextValid(context)) return undefined;
+    const flags = (context.traceFlags & 0xff).toString(16).padStart(2, "0");
+    const traceparent = `00-${context.traceId}-${context.spanId}-${flags}`;
+    const tracestate = context.traceState?.serialize();
+    return tracestate ? { traceparent, tracestate } : { traceparent };
   }
 
   end(): void {

@@ -1,8 +1,7 @@
 /**
  * The OpenTelemetry side of tracing, loaded only when tracing is on (trace.ts imports it on demand): a
  * tracer provider whose spans are batched and exported over OTLP/HTTP (protobuf) by the SDK's exporter,
- * the W3C propagator for `traceparent` in and out, and the span object codemode's code holds (a tool call's
- * being codemode's own record, tool_call_span.ts, batched and exported the same way). Exports
+ * the W3C propagator for `traceparent` in and out, and the span object codemode's code holds. Exports
  * never block a run: spans wait in the batch queue (bounded; the oldest are dropped when it is full), and
  * an unreachable collector costs a warning at most once a minute.
  * @module

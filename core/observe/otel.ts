@@ -16,9 +16,8 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
-  TraceFlags,
 } from "@opentelemetry/api";
-import { ExportResultCode, type InstrumentationScope, W3CTraceContextPropagator } from "@opentelemetry/core";
+import { ExportResultCode, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import {
   defaultResource,
@@ -39,7 +38,6 @@ import {
 } from "@opentelemetry/semantic-conventions";
 import { hostname } from "node:os";
 import { log } from "./log.ts";
-import { MAX_ATTRIBUTES, MAX_CONTENT, MAX_EVENTS, MAX_LINKS, ToolCallSpan } from "./tool_call_span.ts";
 import type {
   ExportStatus,
   SpanAttributes,
@@ -53,6 +51,8 @@ import { shownUrl } from "./span.ts";
 
 /** Longest error message a span keeps. */
 const MAX_MESSAGE = 300;
+/** Longest content attribute (code, arguments, results) a span keeps. */
+const MAX_CONTENT = 4096;
 /** An unreachable collector is reported at most this often. */
 const WARN_EVERY_MS = 60_000;
 
@@ -72,39 +72,30 @@ export function createTracer(options: TracingOptions): Tracer {
     const value = Number(options.env[name]);
     return Number.isFinite(value) && value > 0 ? value : undefined;
   };
-  const resource = defaultResource()
-    .merge(resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: "codemode",
-      [ATTR_SERVICE_VERSION]: options.version,
-      "host.name": hostname(),
-      "process.pid": process.pid,
-      // The fleet node (CODEMODE_NODE_ID, else the host name): which node of a fleet a trace ran on.
-      "codemode.node": options.node,
-    }))
-    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, as everywhere else.
-    .merge(detectResources({ detectors: [envDetector] }));
-  const batch = new BatchSpanProcessor({
-    exporter,
-    scheduledDelayMillis: number("OTEL_BSP_SCHEDULE_DELAY"),
-    maxQueueSize: number("OTEL_BSP_MAX_QUEUE_SIZE"),
-    maxExportBatchSize: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
-    exportTimeoutMillis: number("OTEL_BSP_EXPORT_TIMEOUT"),
-  });
   const provider = new TracerProvider({
-    resource,
-    spanLimits: {
-      attributeValueLengthLimit: MAX_CONTENT,
-      attributeCountLimit: MAX_ATTRIBUTES,
-      linkCountLimit: MAX_LINKS,
-      eventCountLimit: MAX_EVENTS,
-    },
-    spanProcessors: [batch],
+    resource: defaultResource()
+      .merge(resourceFromAttributes({
+        [ATTR_SERVICE_NAME]: "codemode",
+        [ATTR_SERVICE_VERSION]: options.version,
+        "host.name": hostname(),
+        "process.pid": process.pid,
+        // The fleet node (CODEMODE_NODE_ID, else the host name): which node of a fleet a trace ran on.
+        "codemode.node": options.node,
+      }))
+      // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, as everywhere else.
+      .merge(detectResources({ detectors: [envDetector] })),
+    spanLimits: { attributeValueLengthLimit: MAX_CONTENT, linkCountLimit: 16, eventCountLimit: 16 },
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter,
+        scheduledDelayMillis: number("OTEL_BSP_SCHEDULE_DELAY"),
+        maxQueueSize: number("OTEL_BSP_MAX_QUEUE_SIZE"),
+        maxExportBatchSize: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+        exportTimeoutMillis: number("OTEL_BSP_EXPORT_TIMEOUT"),
+      }),
+    ],
   });
   const tracer = provider.getTracer("codemode", options.version);
-  // The SDK tracer's own scope object: the exporter groups spans by scope (and resource) identity.
-  const scope = (tracer as unknown as { instrumentationScope?: InstrumentationScope }).instrumentationScope ??
-    { name: "codemode", version: options.version };
-  const sdk = { batch, resource, scope };
   const clip = (text: string, max: number) => text.length > max ? text.slice(0, max - 1) + "…" : text;
   const shape: SpanShape = {
     message: (text) => clip(options.redact(text), MAX_MESSAGE),
@@ -117,17 +108,6 @@ export function createTracer(options: TracingOptions): Tracer {
         : start.remote
         ? remoteContext(start.remote)
         : ROOT_CONTEXT;
-      const parentSpan = start.parent instanceof OtelSpan ? start.parent.span : undefined;
-      const parentContext = parentSpan?.spanContext();
-      // A tool call of a sampled run (the sampler follows the parent): codemode's own record, see ToolCallSpan.
-      if (
-        start.lean && parentSpan?.isRecording() && parentContext &&
-        parentContext.traceFlags & TraceFlags.SAMPLED
-      ) {
-        const kind = KINDS[start.kind ?? "internal"];
-        const span = new ToolCallSpan(start.name, kind, defined(start.attributes ?? {}), parentContext, sdk);
-        return new OtelSpan(span, parent, shape);
-      }
       const links = start.links?.flatMap((c) => {
         const context = trace.getSpanContext(remoteContext(c));
         return context ? [{ context } satisfies Link] : [];

@@ -2,7 +2,7 @@
  * The OpenTelemetry side of tracing, loaded only when tracing is on (trace.ts imports it on demand): a
  * tracer provider whose spans are batched and exported over OTLP/HTTP (protobuf) by the SDK's exporter,
  * the W3C propagator for `traceparent` in and out, and the span object codemode's code holds. Exports
- * never block a run: spans wait in the batch queue (bounded; the oldest are dropped when it is full), and
+ * never block a run: spans wait in the batch queue (bounded; new spans are dropped while it is full), and
  * an unreachable collector costs a warning at most once a minute.
  * @module
  */

@@ -10,10 +10,10 @@
  *     --profile  also write the host's CPU profile of one block (a .cpuprofile, for a flame graph)
  * @module
  */
-import { readFileSync, writeFileSync } from "node:fs";
-import { Session } from "node:inspector";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
+import { type CpuProfile, cpuProfile } from "./cpu_profile.ts";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { Policy } from "../core/config/policy.ts";
@@ -49,7 +49,7 @@ const processCpu = (pid: number) => {
 };
 
 /** Self time of a V8 CPU profile, by stage of the proxied call (files and functions decide). */
-function stagesOf(profile: { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }) {
+function stagesOf(profile: CpuProfile) {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const stages: Record<string, number> = {};
   for (let i = 0; i < profile.samples.length; i++) {
@@ -61,11 +61,6 @@ function stagesOf(profile: { nodes: ProfileNode[]; samples: number[]; timeDeltas
   delete stages.profiler;
   const total = Object.values(stages).reduce((a, b) => a + b, 0);
   return Object.fromEntries(Object.entries(stages).map(([k, v]) => [k, Math.round(1000 * v / total) / 1000]));
-}
-
-interface ProfileNode {
-  id: number;
-  callFrame: { url: string; functionName: string };
 }
 
 function stageOf(url: string, name: string): string {
@@ -195,20 +190,7 @@ try {
   const [encodeUs, decodeUs] = JSON.parse(await run(FRAME_WORK)) as number[];
   let stages: Record<string, number> | undefined;
   if (profileFile) {
-    const inspector = new Session();
-    inspector.connect();
-    const post = <T>(method: string, params?: object) =>
-      new Promise<T>((resolve, reject) =>
-        inspector.post(method, params ?? {}, (error, result) => error ? reject(error) : resolve(result as T))
-      );
-    await post("Profiler.enable");
-    await post("Profiler.setSamplingInterval", { interval: 200 });
-    await post("Profiler.start");
-    await run(ECHOES);
-    const { profile } = await post<{ profile: Parameters<typeof stagesOf>[0] }>("Profiler.stop");
-    writeFileSync(profileFile, JSON.stringify(profile));
-    stages = stagesOf(profile);
-    inspector.disconnect();
+    stages = stagesOf(await cpuProfile(profileFile, 200, () => run(ECHOES)));
   }
   await client.close();
   const keys = Object.keys(rows[0]);

@@ -19,10 +19,9 @@
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { Session } from "node:inspector";
 import process from "node:process";
+import { type CpuProfile, cpuProfile } from "./cpu_profile.ts";
 import { Policy } from "../core/config/policy.ts";
 import { sandboxApi, type ToolCaller } from "../core/host_api/api.ts";
 import { toolResultForPython } from "../core/host_api/tool_result.ts";
@@ -188,21 +187,11 @@ try {
   let files: Record<string, number> | undefined;
   if (profileFile) {
     await tracing();
-    const inspector = new Session();
-    inspector.connect();
-    const post = <T>(method: string, params?: object) =>
-      new Promise<T>((resolve, reject) =>
-        inspector.post(method, params ?? {}, (error, result) => error ? reject(error) : resolve(result as T))
-      );
-    await post("Profiler.enable");
-    await post("Profiler.setSamplingInterval", { interval: 100 });
-    await post("Profiler.start");
-    await run();
-    await stopTracing();
-    const { profile } = await post<{ profile: Profile }>("Profiler.stop");
-    writeFileSync(profileFile, JSON.stringify(profile));
+    const profile = await cpuProfile(profileFile, 100, async () => {
+      await run();
+      await stopTracing();
+    });
     files = selfTimeByFile(profile);
-    inspector.disconnect();
   }
   const off = median(rows.map((r) => r.off)), on = median(rows.map((r) => r.on));
   console.log(JSON.stringify({
@@ -224,14 +213,8 @@ try {
   await real?.close();
 }
 
-interface Profile {
-  nodes: { id: number; callFrame: { url: string; functionName: string } }[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
 /** Self time share of a CPU profile by file (node_modules packages by package), top 25. */
-function selfTimeByFile(profile: Profile): Record<string, number> {
+function selfTimeByFile(profile: CpuProfile): Record<string, number> {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const shares: Record<string, number> = {};
   let total = 0;

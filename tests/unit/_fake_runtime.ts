@@ -63,7 +63,7 @@ export interface FakeProcessOptions {
   /** The Python version "ready" names. */
   python?: string;
   /** Answers an execute frame (default: "done" with the code as the value). */
-  onExecute?: (frame: { id: string; code: string }, send: (frame: unknown) => void) => void;
+  onExecute?: (frame: { id: string; code: string; timeout: number }, send: (frame: unknown) => void) => void;
   /** Told when the process ends (shutdown or kill), once. */
   onEnd?: () => void;
 }

@@ -31,44 +31,19 @@ import { renderReport } from "../../cli/doctor.ts";
 import { colors } from "../../cli/_render.ts";
 import { SkillStore } from "../../core/skills/store.ts";
 import { skillRoots } from "../../core/skills/sources.ts";
+import { fakeSandboxProcess } from "./_fake_runtime.ts";
 
 const encoder = new TextEncoder();
 
 /** A sandbox process that speaks the protocol: ready after bootstrap, `ok` for any execute. */
 function speakingProcess(): SandboxProcess {
-  let out!: ReadableStreamDefaultController<Uint8Array>;
-  let exit!: (code: number | null) => void;
-  const exited = new Promise<number | null>((resolve) => (exit = resolve));
-  const send = (frame: unknown) => out.enqueue(encoder.encode(JSON.stringify(frame) + "\n"));
-  const end = (code: number | null) => {
-    try {
-      out.close();
-    } catch { /* already closed */ }
-    exit(code);
-  };
-  let buffered = "";
-  return {
-    stdout: new ReadableStream({ start: (c) => void (out = c) }),
-    stderr: new ReadableStream({ start: (c) => c.close() }),
-    stdin: new WritableStream({
-      write(chunk) {
-        buffered += new TextDecoder().decode(chunk);
-        let newline;
-        while ((newline = buffered.indexOf("\n")) >= 0) {
-          const frame = JSON.parse(buffered.slice(0, newline));
-          buffered = buffered.slice(newline + 1);
-          if (frame.type === "bootstrap") send({ type: "ready", python: "3.11.2" });
-          if (frame.type === "execute") {
-            send({ type: "output", id: frame.id, stream: "stdout", data: "ok\n" });
-            send({ type: "done", id: frame.id, status: "ok" });
-          }
-          if (frame.type === "shutdown") end(0);
-        }
-      },
-    }),
-    kill: () => Promise.resolve(end(null)),
-    exited,
-  };
+  return fakeSandboxProcess({
+    python: "3.11.2",
+    onExecute: (frame, send) => {
+      send({ type: "output", id: frame.id, stream: "stdout", data: "ok\n" });
+      send({ type: "done", id: frame.id, status: "ok" });
+    },
+  });
 }
 
 /** A sandbox process that dies at once with `stderr`, as an engine does when it cannot run a container. */

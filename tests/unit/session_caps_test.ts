@@ -3,10 +3,8 @@ import { stats } from "../../core/observe/stats.ts";
 import type { RuntimePlugin, SandboxProcess } from "../../core/contracts/runtime.ts";
 import type { RunResult } from "../../core/contracts/output.ts";
 import type { SessionManager } from "../../core/sandbox/session_manager.ts";
-import { fakeSessions } from "./_fake_runtime.ts";
+import { fakeSandboxProcess, fakeSessions } from "./_fake_runtime.ts";
 import { RunSlots } from "../../core/sandbox/run_slots.ts";
-
-const encoder = new TextEncoder();
 
 /** Counts what the fake sandboxes did across the whole runtime. */
 interface Tally {
@@ -25,47 +23,20 @@ interface Tally {
 function fakeRuntime(): RuntimePlugin & { tally: Tally } {
   const tally: Tally = { started: 0, stopped: 0, running: 0, mostAtOnce: 0, runs: 0 };
   const process = (): SandboxProcess => {
-    let out!: ReadableStreamDefaultController<Uint8Array>;
-    let exit!: (code: number | null) => void;
-    let ended = false;
-    const exited = new Promise<number | null>((resolve) => (exit = resolve));
-    const send = (frame: unknown) => !ended && out.enqueue(encoder.encode(JSON.stringify(frame) + "\n"));
-    const end = (code: number | null) => {
-      if (ended) return;
-      ended = true;
-      tally.stopped++;
-      out.close();
-      exit(code);
-    };
-    let buffered = "";
     tally.started++;
-    return {
-      stdout: new ReadableStream({ start: (c) => void (out = c) }),
-      stderr: new ReadableStream({ start: (c) => c.close() }),
-      stdin: new WritableStream({
-        write(chunk) {
-          buffered += new TextDecoder().decode(chunk);
-          for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
-            const frame = JSON.parse(buffered.slice(0, nl));
-            buffered = buffered.slice(nl + 1);
-            if (frame.type === "bootstrap") send({ type: "ready", python: "3.11" });
-            if (frame.type === "shutdown") end(0);
-            if (frame.type === "execute") {
-              const ms = Number(/^sleep (\d+)$/.exec(frame.code)?.[1] ?? 0);
-              const limit = frame.timeout * 1000;
-              tally.runs++;
-              tally.mostAtOnce = Math.max(tally.mostAtOnce, ++tally.running);
-              setTimeout(() => {
-                tally.running--;
-                send({ type: "done", id: frame.id, status: ms > limit ? "timeout" : "ok" });
-              }, Math.min(ms, limit));
-            }
-          }
-        },
-      }),
-      kill: () => Promise.resolve(end(null)),
-      exited,
-    };
+    return fakeSandboxProcess({
+      onEnd: () => tally.stopped++,
+      onExecute: (frame, send) => {
+        const ms = Number(/^sleep (\d+)$/.exec(frame.code)?.[1] ?? 0);
+        const limit = frame.timeout * 1000;
+        tally.runs++;
+        tally.mostAtOnce = Math.max(tally.mostAtOnce, ++tally.running);
+        setTimeout(() => {
+          tally.running--;
+          send({ type: "done", id: frame.id, status: ms > limit ? "timeout" : "ok" });
+        }, Math.min(ms, limit));
+      },
+    });
   };
   return {
     name: "fake",

@@ -9,7 +9,7 @@
 import {
   type Context,
   defaultTextMapGetter,
-  isSpanContextValid,
+  defaultTextMapSetter,
   type Link,
   ROOT_CONTEXT,
   type Span,
@@ -201,14 +201,15 @@ class OtelSpan implements TraceSpan {
     if (other instanceof OtelSpan) this.span.addLink({ context: other.span.spanContext() });
   }
 
-  /** The W3C form of the span's context, as the propagator writes it (one per tool call: built directly). */
   context(): TraceContext | undefined {
-    const context = this.span.spanContext();
-    if (!isSpanContextValid(context)) return undefined;
-    const flags = (context.traceFlags & 0xff).toString(16).padStart(2, "0");
-    const traceparent = `00-${context.traceId}-${context.spanId}-${flags}`;
-    const tracestate = context.traceState?.serialize();
-    return tracestate ? { traceparent, tracestate } : { traceparent };
+    const carrier: Record<string, string> = {};
+    propagator.inject(this.otelContext, carrier, defaultTextMapSetter);
+    return carrier.traceparent
+      ? {
+        traceparent: carrier.traceparent,
+        ...(carrier.tracestate ? { tracestate: carrier.tracestate } : {}),
+      }
+      : undefined;
   }
 
   end(): void {

@@ -36,10 +36,26 @@ export function toWebRequest(req: IncomingMessage, url: URL): Request {
 }
 
 /**
- * Writes a web `Response` to `res`, streaming its body (server-sent events arrive as they are produced)
- * and respecting back-pressure. Resolves when the body has ended or the client went away.
+ * A signal that fires when the client of `res` goes away (or the response is done). Take it as the request
+ * arrives: `res` emits "close" once, and a client that leaves while the response is still being produced
+ * (an event stream's GET aborted at once) would otherwise go unnoticed and hold its session open for good.
  */
-export async function sendResponse(res: ServerResponse, response: Response): Promise<void> {
+export function clientGone(res: ServerResponse): AbortSignal {
+  const gone = new AbortController();
+  res.once("close", () => gone.abort());
+  return gone.signal;
+}
+
+/**
+ * Writes a web `Response` to `res`, streaming its body (server-sent events arrive as they are produced)
+ * and respecting back-pressure. Resolves when the body has ended or the client went away (`gone`, from
+ * `clientGone` taken when the request arrived).
+ */
+export async function sendResponse(
+  res: ServerResponse,
+  response: Response,
+  gone: AbortSignal = clientGone(res),
+): Promise<void> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => (headers[name] = value));
   res.writeHead(response.status, headers);
@@ -49,27 +65,25 @@ export async function sendResponse(res: ServerResponse, response: Response): Pro
   }
   res.flushHeaders();
   const reader = response.body.getReader();
-  let gone = false;
-  const onClose = () => {
-    gone = true;
-    void reader.cancel().catch(() => {});
-  };
-  res.once("close", onClose);
+  const onGone = () => void reader.cancel().catch(() => {});
+  if (gone.aborted) onGone();
+  else gone.addEventListener("abort", onGone, { once: true });
   try {
-    while (!gone) {
+    while (!gone.aborted) {
       const { done, value } = await reader.read();
       if (done) break;
       if (!res.write(value)) {
         await new Promise<void>((resolve) => {
           const resume = () => (res.off("drain", resume), res.off("close", resume), resolve());
           res.on("drain", resume).on("close", resume);
+          if (gone.aborted) resume();
         });
       }
     }
   } catch {
     // The stream was cancelled because the client went away, or the transport closed it: nothing to send.
   } finally {
-    res.off("close", onClose);
+    gone.removeEventListener("abort", onGone);
     if (!res.writableEnded) res.end();
   }
 }

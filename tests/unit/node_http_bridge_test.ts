@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import type { IncomingMessage } from "node:http";
-import { readBody, toWebRequest } from "../../core/serve/node_http_bridge.ts";
+import { clientGone, readBody, sendResponse, toWebRequest } from "../../core/serve/node_http_bridge.ts";
 
 function fakeRequest(chunks: string[], headers: Record<string, string | string[]> = {}): IncomingMessage {
   const encoder = new TextEncoder();
@@ -44,4 +44,33 @@ Deno.test("repeated headers are joined and the method is kept", () => {
   assert.equal(web.method, "POST");
   assert.equal(web.headers.get("accept"), "application/json");
   assert.equal(web.headers.get("x-many"), "a, b");
+});
+
+Deno.test("a stream whose client left before the response was ready still ends (no session held open)", async () => {
+  const { createServer, request } = await import("node:http");
+  let sent: Promise<void> | undefined;
+  let cancelled = false;
+  const server = createServer((req, res) => {
+    const gone = clientGone(res); // taken as the request arrives, as the HTTP server does
+    // The response is produced only after the client has gone: "close" has already fired by then.
+    res.once("close", () => {
+      const endless = new ReadableStream<Uint8Array>({ cancel: () => void (cancelled = true) });
+      sent = sendResponse(res, new Response(endless, { headers: { "content-type": "text/event-stream" } }), gone);
+    });
+    void req;
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  const client = request({ host: "127.0.0.1", port, path: "/", method: "GET" });
+  client.on("error", () => {});
+  client.end();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  client.destroy();
+  const deadline = Date.now() + 5_000;
+  while (!sent && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.ok(sent, "the server saw the client leave");
+  const ended = await Promise.race([sent.then(() => true), new Promise((r) => setTimeout(() => r(false), 2_000))]);
+  assert.equal(ended, true, "sendResponse returned once the client was gone");
+  assert.equal(cancelled, true, "the body stream was cancelled");
+  await new Promise((resolve) => server.close(resolve));
 });

@@ -16,6 +16,7 @@ import mime from "mime-types";
 import { ARTIFACT_URI_PREFIX, parseArtifactTail, quotePath } from "../artifacts/paths.ts";
 import { artifactFile } from "../artifacts/store.ts";
 import { sessionArtifactsDir } from "../artifacts/stores.ts";
+import { sendFileBody } from "../serve/node_http_bridge.ts";
 import { activityFiles } from "../observe/activity_file.ts";
 import { hasSignature, imageTypeOfFile } from "../observe/display_files.ts";
 import { NotPrivateError, privateProblem, readPrivateFile } from "../observe/private_files.ts";
@@ -124,12 +125,7 @@ export async function sendArtifact(
       "cache-control": "no-store",
     });
     if (req.method === "HEAD") return void res.end();
-    await new Promise<void>((resolve, reject) => {
-      const stream = handle.createReadStream({ autoClose: false, end: Math.max(0, stat.size - 1) });
-      stream.once("error", reject);
-      res.once("close", resolve);
-      stream.pipe(res);
-    });
+    await sendFileBody(res, handle.createReadStream({ autoClose: false, end: Math.max(0, stat.size - 1) }));
   } finally {
     await handle.close().catch(() => {});
   }

@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { basename } from "node:path";
 import type { ArtifactStore } from "../artifacts/store.ts";
 import { parseArtifactTail } from "../artifacts/paths.ts";
-import { sendError } from "./node_http_bridge.ts";
+import { sendError, sendFileBody } from "./node_http_bridge.ts";
 import { log } from "../observe/log.ts";
 
 /** The path prefix artifacts are downloaded under. */
@@ -53,12 +53,7 @@ export async function serveArtifact(
       "cache-control": "no-store",
     });
     if (req.method === "HEAD") return void res.end();
-    await new Promise<void>((resolve, reject) => {
-      const stream = handle.createReadStream({ autoClose: false });
-      stream.once("error", reject);
-      res.once("close", resolve);
-      stream.pipe(res);
-    });
+    await sendFileBody(res, handle.createReadStream({ autoClose: false }));
   } finally {
     await handle.close().catch(() => {});
   }

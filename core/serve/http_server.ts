@@ -17,7 +17,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import { allowedHostsFor, guardRequest } from "./http_guard.ts";
-import { clientGone, readBody, sendError, sendResponse, toWebRequest } from "./node_http_bridge.ts";
+import { readBody, sendError, sendResponse, toWebRequest } from "./node_http_bridge.ts";
 import { log } from "../observe/log.ts";
 import { ARTIFACTS_PATH, serveArtifact, type StoreLookup } from "./artifact_http.ts";
 import { mintSessionId, nodeOfSession } from "./node_id.ts";
@@ -184,7 +184,6 @@ export class McpHttpServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const gone = clientGone(res);
     const url = new URL(req.url ?? "/", "http://localhost");
     if (url.pathname === READY_PATH) return this.#ready(req, res);
     const artifact = url.pathname.startsWith(ARTIFACTS_PATH);
@@ -244,7 +243,7 @@ export class McpHttpServer {
     if (post) this.#posts.add(post), session.posts++;
     try {
       const response = await session.transport.handleRequest(toWebRequest(req, url), { parsedBody });
-      await sendResponse(res, response, gone);
+      await sendResponse(res, response);
     } finally {
       if (post) this.#posts.delete(post), session.posts--;
       session.open--;

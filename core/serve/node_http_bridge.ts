@@ -4,6 +4,7 @@
  * @module
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Readable } from "node:stream";
 
 /** The request body, or "too large" once it exceeds `maxBytes` (nothing past the cap is kept). */
 export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Uint8Array | "too large"> {
@@ -36,26 +37,10 @@ export function toWebRequest(req: IncomingMessage, url: URL): Request {
 }
 
 /**
- * A signal that fires when the client of `res` goes away (or the response is done). Take it as the request
- * arrives: `res` emits "close" once, and a client that leaves while the response is still being produced
- * (an event stream's GET aborted at once) would otherwise go unnoticed and hold its session open for good.
- */
-export function clientGone(res: ServerResponse): AbortSignal {
-  const gone = new AbortController();
-  res.once("close", () => gone.abort());
-  return gone.signal;
-}
-
-/**
  * Writes a web `Response` to `res`, streaming its body (server-sent events arrive as they are produced)
- * and respecting back-pressure. Resolves when the body has ended or the client went away (`gone`, from
- * `clientGone` taken when the request arrived).
+ * and respecting back-pressure. Resolves when the body has ended or the client went away.
  */
-export async function sendResponse(
-  res: ServerResponse,
-  response: Response,
-  gone: AbortSignal = clientGone(res),
-): Promise<void> {
+export async function sendResponse(res: ServerResponse, response: Response): Promise<void> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => (headers[name] = value));
   res.writeHead(response.status, headers);
@@ -65,27 +50,46 @@ export async function sendResponse(
   }
   res.flushHeaders();
   const reader = response.body.getReader();
-  const onGone = () => void reader.cancel().catch(() => {});
-  if (gone.aborted) onGone();
-  else gone.addEventListener("abort", onGone, { once: true });
+  let gone = false;
+  const onClose = () => {
+    gone = true;
+    void reader.cancel().catch(() => {});
+  };
+  res.once("close", onClose);
+  // A client that left while the response was being produced (an event stream's GET aborted at once)
+  // closed `res` before this listened: without this check the stream, and its session, stay open for good.
+  if (res.destroyed) onClose();
   try {
-    while (!gone.aborted) {
+    while (!gone) {
       const { done, value } = await reader.read();
       if (done) break;
       if (!res.write(value)) {
         await new Promise<void>((resolve) => {
           const resume = () => (res.off("drain", resume), res.off("close", resume), resolve());
           res.on("drain", resume).on("close", resume);
-          if (gone.aborted) resume();
         });
       }
     }
   } catch {
     // The stream was cancelled because the client went away, or the transport closed it: nothing to send.
   } finally {
-    gone.removeEventListener("abort", onGone);
+    res.off("close", onClose);
     if (!res.writableEnded) res.end();
   }
+}
+
+/**
+ * Streams a file's bytes to `res` after its head was written. Resolves when they are sent or the client
+ * went away, even before this was called (the file would otherwise stay open for good); rejects if the
+ * file cannot be read.
+ */
+export async function sendFileBody(res: ServerResponse, body: Readable): Promise<void> {
+  if (res.destroyed) return void body.destroy();
+  await new Promise<void>((resolve, reject) => {
+    body.once("error", reject);
+    res.once("close", resolve);
+    body.pipe(res);
+  });
 }
 
 /** Sends a JSON-RPC error body with `status` (the shape MCP clients expect from a refused request). */

@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import type { IncomingMessage } from "node:http";
-import { clientGone, readBody, sendResponse, toWebRequest } from "../../core/serve/node_http_bridge.ts";
+import { readBody, sendFileBody, sendResponse, toWebRequest } from "../../core/serve/node_http_bridge.ts";
 
 function fakeRequest(chunks: string[], headers: Record<string, string | string[]> = {}): IncomingMessage {
   const encoder = new TextEncoder();
@@ -51,11 +51,10 @@ Deno.test("a stream whose client left before the response was ready still ends (
   let sent: Promise<void> | undefined;
   let cancelled = false;
   const server = createServer((req, res) => {
-    const gone = clientGone(res); // taken as the request arrives, as the HTTP server does
     // The response is produced only after the client has gone: "close" has already fired by then.
     res.once("close", () => {
       const endless = new ReadableStream<Uint8Array>({ cancel: () => void (cancelled = true) });
-      sent = sendResponse(res, new Response(endless, { headers: { "content-type": "text/event-stream" } }), gone);
+      sent = sendResponse(res, new Response(endless, { headers: { "content-type": "text/event-stream" } }));
     });
     void req;
   });
@@ -69,8 +68,42 @@ Deno.test("a stream whose client left before the response was ready still ends (
   const deadline = Date.now() + 5_000;
   while (!sent && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
   assert.ok(sent, "the server saw the client leave");
-  const ended = await Promise.race([sent.then(() => true), new Promise((r) => setTimeout(() => r(false), 2_000))]);
+  const ended = await Promise.race([
+    sent.then(() => true),
+    new Promise((r) => setTimeout(() => r(false), 2_000)),
+  ]);
   assert.equal(ended, true, "sendResponse returned once the client was gone");
   assert.equal(cancelled, true, "the body stream was cancelled");
+  await new Promise((resolve) => server.close(resolve));
+});
+
+Deno.test("a file sent to a client that already left ends at once and frees the file", async () => {
+  const { createServer, request } = await import("node:http");
+  const { Readable } = await import("node:stream");
+  let sent: Promise<void> | undefined;
+  let destroyed = false;
+  const server = createServer((_req, res) => {
+    res.once("close", () => {
+      const body = new Readable({ read() {}, destroy: (_e, done) => (destroyed = true, done(null)) });
+      res.writeHead(200, { "content-length": "10" });
+      sent = sendFileBody(res, body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  const client = request({ host: "127.0.0.1", port, path: "/", method: "GET" });
+  client.on("error", () => {});
+  client.end();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  client.destroy();
+  const deadline = Date.now() + 5_000;
+  while (!sent && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.ok(sent, "the server saw the client leave");
+  const ended = await Promise.race([
+    sent.then(() => true),
+    new Promise((r) => setTimeout(() => r(false), 2_000)),
+  ]);
+  assert.equal(ended, true, "sendFileBody returned once the client was gone");
+  assert.equal(destroyed, true, "the file's stream was destroyed");
   await new Promise((resolve) => server.close(resolve));
 });

@@ -1,8 +1,10 @@
 /**
- * The node:http <-> web bridge: the body cap, declared and streamed, and header conversion.
+ * The node:http <-> web bridge: the body cap, declared and streamed, header conversion, and responses to
+ * clients that left.
  */
 import assert from "node:assert/strict";
-import type { IncomingMessage } from "node:http";
+import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
+import { Readable } from "node:stream";
 import { readBody, sendFileBody, sendResponse, toWebRequest } from "../../core/serve/node_http_bridge.ts";
 
 function fakeRequest(chunks: string[], headers: Record<string, string | string[]> = {}): IncomingMessage {
@@ -46,64 +48,50 @@ Deno.test("repeated headers are joined and the method is kept", () => {
   assert.equal(web.headers.get("x-many"), "a, b");
 });
 
-Deno.test("a stream whose client left before the response was ready still ends (no session held open)", async () => {
-  const { createServer, request } = await import("node:http");
+/**
+ * Answers one GET only after its client has left ("close" has already fired when `respond` runs), and says
+ * whether `respond`'s promise then settles within 2 s.
+ */
+async function respondsAfterClientLeft(respond: (res: ServerResponse) => Promise<void>): Promise<boolean> {
   let sent: Promise<void> | undefined;
-  let cancelled = false;
-  const server = createServer((req, res) => {
-    // The response is produced only after the client has gone: "close" has already fired by then.
-    res.once("close", () => {
-      const endless = new ReadableStream<Uint8Array>({ cancel: () => void (cancelled = true) });
-      sent = sendResponse(res, new Response(endless, { headers: { "content-type": "text/event-stream" } }));
-    });
-    void req;
-  });
+  const server = createServer((_req, res) => void res.once("close", () => (sent = respond(res))));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  const client = request({ host: "127.0.0.1", port, path: "/", method: "GET" });
-  client.on("error", () => {});
-  client.end();
-  await new Promise((resolve) => setTimeout(resolve, 100));
-  client.destroy();
-  const deadline = Date.now() + 5_000;
-  while (!sent && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-  assert.ok(sent, "the server saw the client leave");
-  const ended = await Promise.race([
-    sent.then(() => true),
-    new Promise((r) => setTimeout(() => r(false), 2_000)),
-  ]);
+  try {
+    const port = (server.address() as { port: number }).port;
+    const client = request({ host: "127.0.0.1", port, path: "/", method: "GET" });
+    client.on("error", () => {});
+    client.end();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    client.destroy();
+    const deadline = Date.now() + 5_000;
+    while (!sent && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.ok(sent, "the server saw the client leave");
+    return await Promise.race([
+      sent.then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), 2_000)),
+    ]);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+Deno.test("a stream whose client left before the response was ready still ends (no session held open)", async () => {
+  let cancelled = false;
+  const ended = await respondsAfterClientLeft((res) => {
+    const endless = new ReadableStream<Uint8Array>({ cancel: () => void (cancelled = true) });
+    return sendResponse(res, new Response(endless, { headers: { "content-type": "text/event-stream" } }));
+  });
   assert.equal(ended, true, "sendResponse returned once the client was gone");
   assert.equal(cancelled, true, "the body stream was cancelled");
-  await new Promise((resolve) => server.close(resolve));
 });
 
 Deno.test("a file sent to a client that already left ends at once and frees the file", async () => {
-  const { createServer, request } = await import("node:http");
-  const { Readable } = await import("node:stream");
-  let sent: Promise<void> | undefined;
   let destroyed = false;
-  const server = createServer((_req, res) => {
-    res.once("close", () => {
-      const body = new Readable({ read() {}, destroy: (_e, done) => (destroyed = true, done(null)) });
-      res.writeHead(200, { "content-length": "10" });
-      sent = sendFileBody(res, body);
-    });
+  const ended = await respondsAfterClientLeft((res) => {
+    const body = new Readable({ read() {}, destroy: (_e, done) => (destroyed = true, done(null)) });
+    res.writeHead(200, { "content-length": "10" });
+    return sendFileBody(res, body);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  const client = request({ host: "127.0.0.1", port, path: "/", method: "GET" });
-  client.on("error", () => {});
-  client.end();
-  await new Promise((resolve) => setTimeout(resolve, 100));
-  client.destroy();
-  const deadline = Date.now() + 5_000;
-  while (!sent && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-  assert.ok(sent, "the server saw the client leave");
-  const ended = await Promise.race([
-    sent.then(() => true),
-    new Promise((r) => setTimeout(() => r(false), 2_000)),
-  ]);
   assert.equal(ended, true, "sendFileBody returned once the client was gone");
   assert.equal(destroyed, true, "the file's stream was destroyed");
-  await new Promise((resolve) => server.close(resolve));
 });

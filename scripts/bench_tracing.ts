@@ -6,7 +6,10 @@
  * (server-everything), p50 per serve; the baseline is tracing off in the same run.
  *
  * With CODEMODE_BENCH_BEFORE=<a checkout of the code before tracing, with node_modules>, a fourth serve
- * runs from there and tracing off is compared with it too (target ≤ 1.05x).
+ * runs from there and tracing off is compared with it too (target ≤ 1.05x). With
+ * CODEMODE_BENCH_TRACING_OTHER=<a checkout of another tracing build, with node_modules>, two more serves
+ * run that build traced (live receiver, collector down), compared with the same tracing-off serve: an A/B
+ * of two ways of tracing in one run.
  * @module
  */
 import { readFileSync } from "node:fs";
@@ -64,6 +67,7 @@ export async function benchTracing(): Promise<SectionResult> {
   const deadUrl = dead.url;
   await dead.close();
   const before = process.env.CODEMODE_BENCH_BEFORE;
+  const other = process.env.CODEMODE_BENCH_TRACING_OTHER;
   const kinds: { name: string; env: Record<string, string>; command?: string[] }[] = [
     { name: "off", env: {} },
     { name: "on, live receiver", env: { CODEMODE_OTLP_ENDPOINT: receiver.url } },
@@ -71,7 +75,14 @@ export async function benchTracing(): Promise<SectionResult> {
     ...before
       ? [{ name: "before tracing", env: {}, command: [DENO, "run", "-A", "--quiet", join(before, "cli.ts")] }]
       : [],
+    ...other
+      ? [
+        { name: "on, live receiver, other build", env: { CODEMODE_OTLP_ENDPOINT: receiver.url } },
+        { name: "on, collector down, other build", env: { CODEMODE_OTLP_ENDPOINT: deadUrl } },
+      ].map((kind) => ({ ...kind, command: [DENO, "run", "-A", "--quiet", join(other, "cli.ts")] }))
+      : [],
   ];
+  const at = (name: string) => kinds.findIndex((kind) => kind.name === name);
   const homes: string[] = [];
   const serves: Served[] = [];
   const times = kinds.map(() => ({ print: [] as number[], gather: [] as number[] }));
@@ -116,7 +127,10 @@ export async function benchTracing(): Promise<SectionResult> {
   }
   const p50 = (xs: number[]) => percentile(xs, 0.5);
   const p95 = (xs: number[]) => `p95 ${percentile(xs, 0.95).toFixed(1)} ms`;
-  const [off, live, down, old] = times;
+  const off = times[0];
+  const old = before ? times[at("before tracing")] : undefined;
+  // Every traced serve, by its index and name.
+  const traced = kinds.flatMap((kind, i) => kind.name.startsWith("on,") ? [[i, kind.name] as const] : []);
   for (const [metric, key] of [["warm print(1)", "print"], ["100 gathered echo calls", "gather"]] as const) {
     const offBaseline = { label: "tracing off, p50", value: p50(off[key]) };
     const within = (limit: number) => ({ on: "ratio" as const, op: "≤" as const, limit });
@@ -131,7 +145,8 @@ export async function benchTracing(): Promise<SectionResult> {
         note: `${p95(off[key])}; before: ${p95(old[key])}`,
       }));
     }
-    for (const [kind, measured] of [["on, live receiver", live], ["on, collector down", down]] as const) {
+    for (const [i, kind] of traced) {
+      const measured = times[i];
       result.rows.push(row({
         section: "tracing",
         metric: `${metric}, tracing ${kind}, p50`,
@@ -156,11 +171,11 @@ export async function benchTracing(): Promise<SectionResult> {
         metric: `${metric}, tracing off`,
         value: offCpu,
         unit: "ms",
-        baseline: { label: "before tracing", value: cpu[kinds.length - 1][key] / runs },
+        baseline: { label: "before tracing", value: cpu[at("before tracing")][key] / runs },
         note: `mean over ${runs} runs`,
       }));
     }
-    for (const [i, kind] of [[1, "on, live receiver"], [2, "on, collector down"]] as const) {
+    for (const [i, kind] of traced) {
       result.rows.push(row({
         section: "tracing",
         metric: `${metric}, tracing ${kind}`,
@@ -177,6 +192,7 @@ export async function benchTracing(): Promise<SectionResult> {
     `per serve ${counts.prints} print(1) and ${counts.gathers} runs of 100 gathered server-everything echo ` +
       "calls, the serves taking turns run by run; serve from source on podman",
     `the live receiver got ${receiver.spans.length} spans in ${receiver.requests} export requests`,
+    ...other ? [`"other build" ran from ${other}`] : [],
     before ? `"before tracing" ran from ${before}` : "tracing off against the code before tracing: set " +
       "CODEMODE_BENCH_BEFORE to a checkout of it (with node_modules) to measure it in the same run",
   );

@@ -34,15 +34,7 @@ import {
 } from "@opentelemetry/semantic-conventions";
 import { hostname } from "node:os";
 import { log } from "./log.ts";
-import type {
-  ExportStatus,
-  SpanAttributes,
-  SpanStart,
-  TraceContext,
-  Tracer,
-  TraceSpan,
-  TracingOptions,
-} from "./span.ts";
+import type { SpanAttributes, SpanStart, TraceContext, Tracer, TraceSpan, TracingOptions } from "./span.ts";
 import { WorkerSpanProcessor } from "./span_export.ts";
 
 /** Longest error message a span keeps. */

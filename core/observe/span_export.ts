@@ -155,7 +155,11 @@ export class WorkerSpanProcessor implements SpanProcessor {
     if ("exported" in message) {
       const wasFailing = this.#status.error !== undefined;
       this.#held -= message.exported;
-      this.#status = { ...this.#status, exported: this.#status.exported + message.exported, error: undefined };
+      this.#status = {
+        ...this.#status,
+        exported: this.#status.exported + message.exported,
+        error: undefined,
+      };
       if (wasFailing) log.info("traces reach the OTLP collector again", { url: this.#status.url });
     } else if ("failed" in message) {
       this.#held -= message.failed;

@@ -78,7 +78,10 @@ class ReportingExporter implements SpanExporter {
       if (result.code === ExportResultCode.SUCCESS) post({ exported: spans.length });
       else {
         const error = result.error as Error | undefined;
-        post({ failed: spans.length, error: String(error?.message ?? error ?? "export failed").slice(0, 300) });
+        post({
+          failed: spans.length,
+          error: String(error?.message ?? error ?? "export failed").slice(0, 300),
+        });
       }
       done(result);
     });

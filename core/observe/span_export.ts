@@ -50,6 +50,9 @@ export class WorkerSpanProcessor implements SpanProcessor {
     this.#maxQueue = setup.batch.maxQueueSize ?? DEFAULT_QUEUE;
     this.#batch = Math.min(setup.batch.maxExportBatchSize ?? DEFAULT_BATCH, this.#maxQueue);
     this.#status = { url: shownUrl(setup.url), exported: 0, failed: 0, dropped: 0 };
+    // Started now, not with the first span: the worker loads the exporter (a few hundred ms of its own
+    // CPU) before runs make spans, so the first burst of spans does not wait for it in the queue.
+    this.#start();
   }
 
   status(): ExportStatus {

@@ -44,6 +44,11 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** The CPU time of a process's main thread alone (its event loop), in ms, from schedstat's nanoseconds. */
+function mainThreadCpuMs(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
+}
+
 /** `fn`, tried up to three times (a runtime detection that timed out is tried again by the next run). */
 async function retried<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1;; attempt++) {
@@ -89,6 +94,10 @@ export async function benchTracing(): Promise<SectionResult> {
   // The serve's own CPU time during its runs: where tracing's work is done, and steadier than wall time
   // on a busy machine (the sandbox, the upstream server and the client are other processes).
   const cpu = kinds.map(() => ({ print: 0, gather: 0 }));
+  // The same for the main thread alone (spans are exported by a worker thread, which runs mostly between
+  // runs), and each serve's whole CPU over all its runs and the pauses between them, exports included.
+  const mainCpu = kinds.map(() => ({ print: 0, gather: 0 }));
+  const wholeCpu = kinds.map(() => 0);
   try {
     // One after another, each warm before the next starts: detecting podman on a busy machine is slow.
     for (const kind of kinds) {
@@ -107,17 +116,26 @@ export async function benchTracing(): Promise<SectionResult> {
     }
     const timed = async (i: number, key: "print" | "gather") => {
       const served = serves[i];
-      const [start, cpuStart] = [performance.now(), cpuMs(served.pid)];
+      const [start, cpuStart, mainStart] = [
+        performance.now(),
+        cpuMs(served.pid),
+        mainThreadCpuMs(served.pid),
+      ];
       await served.run(key === "print" ? "print(1)" : GATHER);
       times[i][key].push(performance.now() - start);
       cpu[i][key] += cpuMs(served.pid) - cpuStart;
+      mainCpu[i][key] += mainThreadCpuMs(served.pid) - mainStart;
     };
+    const wholeStart = serves.map((served) => cpuMs(served.pid));
     // Run by run in turn, so a burst of load on the machine falls on every serve alike.
     for (let n = 0; n < counts.prints; n++) {
       for (const i of serves.keys()) await timed(i, "print");
       if (n % (counts.prints / counts.gathers) !== 0) continue;
       for (const i of serves.keys()) await timed(i, "gather");
     }
+    // A pause as long as the export delay, so spans still queued are exported and counted.
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    for (const i of serves.keys()) wholeCpu[i] = cpuMs(serves[i].pid) - wholeStart[i];
   } finally {
     await Promise.all(serves.map((s) => s.close().catch(() => {})));
     await receiver.close();
@@ -188,6 +206,23 @@ export async function benchTracing(): Promise<SectionResult> {
       }));
     }
   }
+  const gatherMain = (i: number) => mainCpu[i].gather / counts.gathers;
+  for (const [i, kind] of traced) {
+    result.rows.push(row({
+      section: "tracing",
+      metric: `serve main-thread CPU per run of 100 gathered echo calls, tracing ${kind}`,
+      value: gatherMain(i),
+      unit: "ms",
+      baseline: { label: "tracing off", value: gatherMain(0) },
+      note: `mean over ${counts.gathers} runs; +${
+        ((gatherMain(i) - gatherMain(0)) * 10).toFixed(0)
+      } µs per call`,
+    }));
+  }
+  result.notes.push(
+    "each serve's whole CPU (all threads) over all its runs and a 6 s pause after them: " +
+      kinds.map((kind, i) => `${kind.name} ${(wholeCpu[i] / 1000).toFixed(2)} s`).join(", "),
+  );
   result.notes.push(
     `per serve ${counts.prints} print(1) and ${counts.gathers} runs of 100 gathered server-everything echo ` +
       "calls, the serves taking turns run by run; serve from source on podman",

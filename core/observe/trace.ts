@@ -162,7 +162,13 @@ export function inSpan<T>(
     const run = runs.get(scope);
     if (run) run.toolCalls++;
   }
-  const span = tracer.start({ name, kind: options.kind, attributes, parent: currentSpan() });
+  const span = tracer.start({
+    name,
+    kind: options.kind,
+    attributes,
+    parent: currentSpan(),
+    lean: options.toolCall,
+  });
   return entered.run({ scope, span }, async () => {
     try {
       return await fn(span);

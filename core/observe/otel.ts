@@ -17,9 +17,8 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
-  TraceFlags,
 } from "@opentelemetry/api";
-import { ExportResultCode, type InstrumentationScope, W3CTraceContextPropagator } from "@opentelemetry/core";
+import { ExportResultCode, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import {
   defaultResource,
@@ -37,10 +36,11 @@ import { hostname } from "node:os";
 import { log } from "./log.ts";
 import type { SpanAttributes, SpanStart, TraceContext, Tracer, TraceSpan, TracingOptions } from "./span.ts";
 import { WorkerSpanProcessor } from "./span_export.ts";
-import { MAX_ATTRIBUTES, MAX_CONTENT, MAX_EVENTS, MAX_LINKS, ToolCallSpan } from "./tool_call_span.ts";
 
 /** Longest error message a span keeps. */
 const MAX_MESSAGE = 300;
+/** Longest content attribute (code, arguments, results) a span keeps. */
+const MAX_CONTENT = 4096;
 
 const propagator = new W3CTraceContextPropagator();
 const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT };
@@ -81,19 +81,10 @@ export function createTracer(options: TracingOptions): Tracer {
   });
   const provider = new TracerProvider({
     resource,
-    spanLimits: {
-      attributeValueLengthLimit: MAX_CONTENT,
-      attributeCountLimit: MAX_ATTRIBUTES,
-      linkCountLimit: MAX_LINKS,
-      eventCountLimit: MAX_EVENTS,
-    },
+    spanLimits: { attributeValueLengthLimit: MAX_CONTENT, linkCountLimit: 16, eventCountLimit: 16 },
     spanProcessors: [exporting],
   });
   const tracer = provider.getTracer("codemode", options.version);
-  // The SDK tracer's own scope object: the exporter groups spans by scope (and resource) identity.
-  const scope = (tracer as unknown as { instrumentationScope?: InstrumentationScope }).instrumentationScope ??
-    { name: "codemode", version: options.version };
-  const sdk = { batch: exporting, resource, scope };
   const clip = (text: string, max: number) => text.length > max ? text.slice(0, max - 1) + "…" : text;
   const shape: SpanShape = {
     message: (text) => clip(options.redact(text), MAX_MESSAGE),
@@ -106,17 +97,6 @@ export function createTracer(options: TracingOptions): Tracer {
         : start.remote
         ? remoteContext(start.remote)
         : ROOT_CONTEXT;
-      const parentSpan = start.parent instanceof OtelSpan ? start.parent.span : undefined;
-      const parentContext = parentSpan?.spanContext();
-      // A tool call of a sampled run (the sampler follows the parent): codemode's own record, see ToolCallSpan.
-      if (
-        start.lean && parentSpan?.isRecording() && parentContext &&
-        parentContext.traceFlags & TraceFlags.SAMPLED
-      ) {
-        const kind = KINDS[start.kind ?? "internal"];
-        const span = new ToolCallSpan(start.name, kind, defined(start.attributes ?? {}), parentContext, sdk);
-        return new OtelSpan(span, parent, shape);
-      }
       const links = start.links?.flatMap((c) => {
         const context = trace.getSpanContext(remoteContext(c));
         return context ? [{ context } satisfies Link] : [];

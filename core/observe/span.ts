@@ -48,8 +48,6 @@ export interface SpanStart {
   remote?: TraceContext;
   /** Contexts to link, e.g. the HTTP request's when `_meta` named the parent. */
   links?: TraceContext[];
-  /** A tool call: made by the hundred, so as cheaply as the exporter allows (otel.ts, ToolCallSpan). */
-  lean?: boolean;
 }
 
 /** What a collector said to the latest export. */

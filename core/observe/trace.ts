@@ -162,13 +162,7 @@ export function inSpan<T>(
     const run = runs.get(scope);
     if (run) run.toolCalls++;
   }
-  const span = tracer.start({
-    name,
-    kind: options.kind,
-    attributes,
-    parent: currentSpan(),
-    lean: options.toolCall,
-  });
+  const span = tracer.start({ name, kind: options.kind, attributes, parent: currentSpan() });
   return entered.run({ scope, span }, async () => {
     try {
       return await fn(span);

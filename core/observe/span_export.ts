@@ -25,6 +25,8 @@ const HAND_OVER_MS = 50;
 const WARN_EVERY_MS = 60_000;
 const DEFAULT_QUEUE = 2048;
 const DEFAULT_BATCH = 512;
+/** How long closing waits for a worker still loading, before its own deadline starts. */
+const LOAD_WAIT_MS = 10_000;
 
 export class WorkerSpanProcessor implements SpanProcessor {
   #setup: ExportSetup;
@@ -44,6 +46,9 @@ export class WorkerSpanProcessor implements SpanProcessor {
   #flushId = 0;
   #closing: Promise<void> | undefined;
   #closed: (() => void) | undefined;
+  /** Whether the worker has loaded (its exporter is ready). */
+  #ready = false;
+  #onReady: (() => void) | undefined;
 
   constructor(setup: ExportSetup) {
     this.#setup = setup;
@@ -90,7 +95,11 @@ export class WorkerSpanProcessor implements SpanProcessor {
     return this.close(30_000);
   }
 
-  /** Hands over what is waiting, lets the worker export it within `timeoutMs`, then ends the worker. */
+  /**
+   * Hands over what is waiting, lets the worker export it within `timeoutMs`, then ends the worker. A
+   * worker still loading (a short `codemode run` on a busy machine) is given up to LOAD_WAIT_MS to load
+   * first: the deadline is the export's, not the module loading's.
+   */
   close(timeoutMs: number): Promise<void> {
     if (this.#closing) return this.#closing;
     this.#handOver();
@@ -100,7 +109,12 @@ export class WorkerSpanProcessor implements SpanProcessor {
     let timer: ReturnType<typeof setTimeout> | undefined;
     this.#closing = new Promise<void>((resolve) => {
       this.#closed = resolve;
-      timer = setTimeout(resolve, timeoutMs);
+      const exportDeadline = () => (clearTimeout(timer), timer = setTimeout(resolve, timeoutMs));
+      if (this.#ready) exportDeadline();
+      else {
+        this.#onReady = exportDeadline;
+        timer = setTimeout(resolve, LOAD_WAIT_MS + timeoutMs);
+      }
       this.#send({ shutdown: true });
     }).finally(() => {
       clearTimeout(timer);
@@ -155,7 +169,10 @@ export class WorkerSpanProcessor implements SpanProcessor {
   }
 
   #answer(message: FromWorker): void {
-    if ("exported" in message) {
+    if ("ready" in message) {
+      this.#ready = true;
+      this.#onReady?.();
+    } else if ("exported" in message) {
       const wasFailing = this.#status.error !== undefined;
       this.#held -= message.exported;
       this.#status = {

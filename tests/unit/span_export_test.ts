@@ -85,6 +85,10 @@ test("a collector that never answers: spans beyond the queue are dropped, counte
     const drops = logged.filter((line) => String(line.msg).startsWith("spans dropped"));
     assert.equal(drops.length, 1, JSON.stringify(logged));
     assert.equal(drops[0].dropped, 1);
+    // The worker has loaded once the collector sees its connection (its loading has a bound of its own).
+    const loaded = Date.now() + 60_000;
+    while (sockets.length === 0 && Date.now() < loaded) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(sockets.length > 0, "the export worker never connected");
     const started = Date.now();
     await stopTracing(500);
     assert.ok(Date.now() - started < 5_000, `shutdown took ${Date.now() - started} ms`);

@@ -196,6 +196,10 @@ export class WorkerSpanProcessor implements SpanProcessor {
   #fail(error: string): void {
     this.#broken = true;
     this.#worker = undefined;
+    // What waits to be handed over is counted in `#held`, lost below with the rest.
+    this.#buffer = [];
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
     log.warn("traces cannot be exported: the export worker stopped; runs go on without traces", { error });
     this.#lost(this.#held);
     this.#closed?.();

@@ -1,8 +1,9 @@
 /**
  * Span export off the serve's event loop: a span processor whose `onEnd` copies each ended span into a
  * plain record (span_export_worker.ts names what it holds) and posts them, a batch at a time, to a worker
- * thread that feeds the SDK's BatchSpanProcessor and OTLP/HTTP exporter. The serve keeps the cheap part
- * (making spans) and the worker the costly one (protobuf, HTTP, retries while a collector is down).
+ * thread that feeds the SDK's BatchSpanProcessor and OTLP/HTTP exporter. The serve makes the spans; the
+ * worker does the export (protobuf, HTTP, retries while a collector is down), which thus never holds up
+ * the event loop that serves runs (BENCHMARKS.md, "tracing", for what that saves and what it does not).
  *
  * Bounded: spans handed over and not yet exported or failed are at most the queue size
  * (OTEL_BSP_MAX_QUEUE_SIZE, 2048 by default); beyond it new spans are dropped and counted. The worker
@@ -207,10 +208,10 @@ export class WorkerSpanProcessor implements SpanProcessor {
     this.#flushes.clear();
   }
 
-  /** Spans already counted as held that will never be exported. */
+  /** Spans already counted as held that will never be exported (counted as dropped; warned about apart). */
   #lost(count: number): void {
     this.#held -= count;
-    this.#dropped(count);
+    if (count > 0) this.#status = { ...this.#status, dropped: (this.#status.dropped ?? 0) + count };
   }
 
   #dropped(count: number): void {

@@ -3,8 +3,8 @@
  *
  * 1. `codemode.js` and its chunks: scripts/npm_entry.ts bundled by Bun for a Node-compatible runtime
  *    (Deno runs it: Deno will not strip types from TypeScript under node_modules), with the
- *    result-validation worker as a second entry, `result_validation_worker.js`. Text and JSON imports
- *    (the sandbox's Python, the seccomp profile, the dashboard's files) are inlined; npm packages stay
+ *    workers as entries of their own, `result_validation_worker.js` and `span_export_worker.js`. Text
+ *    and JSON imports (the sandbox's Python, the seccomp profile, the dashboard's files) are inlined; npm packages stay
  *    imports, resolved from the install's node_modules, so a dependency added to package.json ships
  *    with no edit here (but for INLINED ones, bundled in). Every package the bundle imports must be a `dependency` (not a devDependency):
  *    the build fails otherwise. The chunks sit two folders down, like the sources they come from, so a
@@ -106,9 +106,10 @@ export function bundle(): void {
   const built = spawnSync(join(BIN, "bun"), [
     "build",
     "scripts/npm_entry.ts",
-    // The result-validation worker is started by its URL (core/upstream/result_validation.ts): an entry
-    // of its own, beside the chunks.
+    // The workers are started by their URLs (core/upstream/result_validation.ts,
+    // core/observe/span_export.ts): entries of their own, beside the chunks.
     "core/upstream/result_validation_worker.ts",
+    "core/observe/span_export_worker.ts",
     "--target=node",
     "--format=esm",
     // Each dynamically imported module in a chunk of its own, loaded when first imported: `--version`

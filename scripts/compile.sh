@@ -48,9 +48,11 @@ else
   # --minify-syntax/whitespace keep names (stack traces stay readable); bytecode speeds up start-up;
   # --splitting keeps each dynamically imported module in a chunk of its own, loaded when first imported
   # (without it the whole program is loaded at start, and `--version` pays for every library).
-  # The result-validation worker (core/upstream/result_validation_worker.ts) is an entry of its own: Bun
-  # compiles a worker in only when it is named here, and codemode starts it by its URL.
-  bun build "dist/embed/$target/entry.ts" core/upstream/result_validation_worker.ts --compile --splitting \
+  # The workers (result validation, core/upstream/result_validation_worker.ts; span export,
+  # core/observe/span_export_worker.ts) are entries of their own: Bun compiles a worker in only when it is
+  # named here, and codemode starts it by its URL.
+  bun build "dist/embed/$target/entry.ts" core/upstream/result_validation_worker.ts \
+    core/observe/span_export_worker.ts --compile --splitting \
     --bytecode --format=esm --minify-syntax --minify-whitespace --sourcemap=none --target="bun-$target" \
     ${bun_args[@]+"${bun_args[@]}"} --outfile "$tmp" >&2
 fi

@@ -5,7 +5,8 @@
  * gathered run makes them. Rounds with tracing off and on alternate in one process (tracing is stopped
  * and started again between them), so both see the same JIT and the same load; the collector is a child
  * process that answers every export (`--collector live`, the default) or a port nothing listens on
- * (`--collector down`). Prints one JSON object: host CPU per call (µs), off and on, per round and median.
+ * (`--collector down`). Prints one JSON object: host CPU per call (µs), off and on, per round and median,
+ * for the whole process and for its main thread alone (spans are exported by a worker thread).
  *
  * Run by `deno run -A scripts/trace_call_probe.ts` (or `bun`); OTEL_BSP_* variables apply. See BENCHMARKS.md,
  * "tracing", for what it measured.
@@ -19,6 +20,7 @@
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import process from "node:process";
 import { type CpuProfile, cpuProfile } from "./cpu_profile.ts";
@@ -150,13 +152,30 @@ const cpuUs = () => {
   const usage = process.cpuUsage();
   return usage.user + usage.system;
 };
-/** Host CPU per call of `batches` runs; traced: from starting tracing to its last export, inclusive. */
+/**
+ * The main thread's CPU alone (Linux: its schedstat, in ns), without the span export worker's: what the
+ * event loop that serves runs pays.
+ */
+const mainThreadUs = () => {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]) / 1000;
+  } catch {
+    return NaN;
+  }
+};
+/**
+ * Host CPU per call of `batches` runs, the whole process's and the main thread's; traced: from starting
+ * tracing to its last export, inclusive.
+ */
 const perCall = async (traced: boolean) => {
-  const started = cpuUs();
+  const [started, mainStarted] = [cpuUs(), mainThreadUs()];
   if (traced) await tracing();
   await run();
   if (traced) await stopTracing();
-  return (cpuUs() - started) / (calls * batches);
+  return {
+    all: (cpuUs() - started) / (calls * batches),
+    main: (mainThreadUs() - mainStarted) / (calls * batches),
+  };
 };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -172,7 +191,7 @@ const tracing = () =>
     node: "probe",
     redact: (text) => text,
   });
-const rows: { off: number; on: number }[] = [];
+const rows: { off: number; on: number; mainOff: number; mainOn: number }[] = [];
 try {
   await run(); // warm the untraced path
   await tracing();
@@ -182,7 +201,8 @@ try {
   for (let round = 0; round < rounds; round++) {
     const off = await perCall(false);
     const on = await perCall(true);
-    rows.push({ off: Math.round(off * 10) / 10, on: Math.round(on * 10) / 10 });
+    const r = (x: number) => Math.round(x * 10) / 10;
+    rows.push({ off: r(off.all), on: r(on.all), mainOff: r(off.main), mainOn: r(on.main) });
   }
   let files: Record<string, number> | undefined;
   if (profileFile) {
@@ -194,12 +214,14 @@ try {
     files = selfTimeByFile(profile);
   }
   const off = median(rows.map((r) => r.off)), on = median(rows.map((r) => r.on));
+  const mainOff = median(rows.map((r) => r.mainOff)), mainOn = median(rows.map((r) => r.mainOn));
   console.log(JSON.stringify({
     collector,
     upstream,
     calls,
     batches,
     medianUsPerCall: { off, on, added: Math.round((on - off) * 10) / 10 },
+    mainThreadMedianUsPerCall: { off: mainOff, on: mainOn, added: Math.round((mainOn - mainOff) * 10) / 10 },
     exportedBytesPerTracedCall: sink.child
       ? Math.round(((await received()) - receivedBefore) / (rounds * calls * batches))
       : undefined,

@@ -1,9 +1,10 @@
 /**
  * The OpenTelemetry side of tracing, loaded only when tracing is on (trace.ts imports it on demand): a
- * tracer provider whose spans are batched and exported over OTLP/HTTP (protobuf) by the SDK's exporter,
- * the W3C propagator for `traceparent` in and out, and the span object codemode's code holds. Exports
- * never block a run: spans wait in the batch queue (bounded; new spans are dropped while it is full), and
- * an unreachable collector costs a warning at most once a minute.
+ * tracer provider whose ended spans are handed to a worker thread (span_export.ts) where the SDK's batch
+ * processor and exporter send them over OTLP/HTTP (protobuf), the W3C propagator for `traceparent` in and
+ * out, and the span object codemode's code holds. Exports never block a run: spans wait in a bounded queue
+ * (new spans are dropped and counted while it is full), and an unreachable collector costs a warning at
+ * most once a minute.
  * @module
  */
 import {
@@ -25,12 +26,7 @@ import {
   envDetector,
   resourceFromAttributes,
 } from "@opentelemetry/resources";
-import {
-  BatchSpanProcessor,
-  type ReadableSpan,
-  type SpanExporter,
-  TracerProvider,
-} from "@opentelemetry/sdk-trace";
+import { TracerProvider } from "@opentelemetry/sdk-trace";
 import {
   ATTR_ERROR_TYPE,
   ATTR_SERVICE_NAME,
@@ -38,30 +34,19 @@ import {
 } from "@opentelemetry/semantic-conventions";
 import { hostname } from "node:os";
 import { log } from "./log.ts";
-import type {
-  ExportStatus,
-  SpanAttributes,
-  SpanStart,
-  TraceContext,
-  Tracer,
-  TraceSpan,
-  TracingOptions,
-} from "./span.ts";
-import { shownUrl } from "./span.ts";
+import type { SpanAttributes, SpanStart, TraceContext, Tracer, TraceSpan, TracingOptions } from "./span.ts";
+import { WorkerSpanProcessor } from "./span_export.ts";
 
 /** Longest error message a span keeps. */
 const MAX_MESSAGE = 300;
 /** Longest content attribute (code, arguments, results) a span keeps. */
 const MAX_CONTENT = 4096;
-/** An unreachable collector is reported at most this often. */
-const WARN_EVERY_MS = 60_000;
 
 const propagator = new W3CTraceContextPropagator();
 const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT };
 
 /** A tracer provider exporting to `options.url`, batched as the OTEL_BSP_* variables say. */
 export function createTracer(options: TracingOptions): Tracer {
-  const exporter = new WatchedExporter(new OTLPTraceExporter({ url: options.url }), options.url);
   const protocol = options.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? options.env.OTEL_EXPORTER_OTLP_PROTOCOL;
   if (protocol && protocol.trim() !== "http/protobuf") {
     log.warn("codemode exports traces as http/protobuf only; the protocol asked for is ignored", {
@@ -72,28 +57,32 @@ export function createTracer(options: TracingOptions): Tracer {
     const value = Number(options.env[name]);
     return Number.isFinite(value) && value > 0 ? value : undefined;
   };
+  const resource = defaultResource()
+    .merge(resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: "codemode",
+      [ATTR_SERVICE_VERSION]: options.version,
+      "host.name": hostname(),
+      "process.pid": process.pid,
+      // The fleet node (CODEMODE_NODE_ID, else the host name): which node of a fleet a trace ran on.
+      "codemode.node": options.node,
+    }))
+    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, as everywhere else.
+    .merge(detectResources({ detectors: [envDetector] }));
+  // Spans are made here and exported by the SDK's batch processor and exporter in a worker thread.
+  const exporting = new WorkerSpanProcessor({
+    url: options.url,
+    resource: resource.attributes,
+    batch: {
+      scheduledDelayMillis: number("OTEL_BSP_SCHEDULE_DELAY"),
+      maxQueueSize: number("OTEL_BSP_MAX_QUEUE_SIZE"),
+      maxExportBatchSize: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+      exportTimeoutMillis: number("OTEL_BSP_EXPORT_TIMEOUT"),
+    },
+  });
   const provider = new TracerProvider({
-    resource: defaultResource()
-      .merge(resourceFromAttributes({
-        [ATTR_SERVICE_NAME]: "codemode",
-        [ATTR_SERVICE_VERSION]: options.version,
-        "host.name": hostname(),
-        "process.pid": process.pid,
-        // The fleet node (CODEMODE_NODE_ID, else the host name): which node of a fleet a trace ran on.
-        "codemode.node": options.node,
-      }))
-      // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win, as everywhere else.
-      .merge(detectResources({ detectors: [envDetector] })),
+    resource,
     spanLimits: { attributeValueLengthLimit: MAX_CONTENT, linkCountLimit: 16, eventCountLimit: 16 },
-    spanProcessors: [
-      new BatchSpanProcessor({
-        exporter,
-        scheduledDelayMillis: number("OTEL_BSP_SCHEDULE_DELAY"),
-        maxQueueSize: number("OTEL_BSP_MAX_QUEUE_SIZE"),
-        maxExportBatchSize: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
-        exportTimeoutMillis: number("OTEL_BSP_EXPORT_TIMEOUT"),
-      }),
-    ],
+    spanProcessors: [exporting],
   });
   const tracer = provider.getTracer("codemode", options.version);
   const clip = (text: string, max: number) => text.length > max ? text.slice(0, max - 1) + "…" : text;
@@ -119,13 +108,10 @@ export function createTracer(options: TracingOptions): Tracer {
       }, parent);
       return new OtelSpan(span, parent, shape);
     },
-    status: () => exporter.status(),
+    status: () => exporting.status(),
     async shutdown(timeoutMs) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        provider.shutdown(),
-        new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-      ]).finally(() => clearTimeout(timer));
+      await exporting.close(timeoutMs);
+      await provider.shutdown();
     },
   };
 }
@@ -231,64 +217,6 @@ function defined(attributes: SpanAttributes): Record<string, string | number | b
     if (value !== undefined) out[key] = value;
   }
   return out;
-}
-
-/**
- * The SDK's exporter, watched: it counts what was sent and what failed, and says when the collector cannot
- * be reached (the first time, then at most once a minute, with how many exports failed meanwhile).
- */
-class WatchedExporter implements SpanExporter {
-  #inner: SpanExporter;
-  #status: ExportStatus;
-  #warnedAt = -Infinity;
-  #failedSinceWarning = 0;
-
-  constructor(inner: SpanExporter, url: string) {
-    this.#inner = inner;
-    this.#status = { url: shownUrl(url), exported: 0, failed: 0 };
-  }
-
-  export(spans: ReadableSpan[], done: Parameters<SpanExporter["export"]>[1]): void {
-    this.#inner.export(spans, (result) => {
-      if (result.code === ExportResultCode.SUCCESS) this.#succeeded(spans.length);
-      else this.#failed(spans.length, result.error);
-      done(result);
-    });
-  }
-
-  status(): ExportStatus {
-    return { ...this.#status };
-  }
-
-  shutdown(): Promise<void> {
-    return this.#inner.shutdown();
-  }
-
-  forceFlush(): Promise<void> {
-    return this.#inner.forceFlush?.() ?? Promise.resolve();
-  }
-
-  #succeeded(count: number): void {
-    const wasFailing = this.#status.error !== undefined;
-    this.#status = { ...this.#status, exported: this.#status.exported + count, error: undefined };
-    if (wasFailing) log.info("traces reach the OTLP collector again", { url: this.#status.url });
-  }
-
-  #failed(count: number, error: unknown): void {
-    const message = String((error as Error)?.message ?? error).slice(0, 300);
-    this.#status = { ...this.#status, failed: this.#status.failed + count, error: message };
-    this.#failedSinceWarning++;
-    log.debug("trace export failed", { url: this.#status.url, spans: count, error: message });
-    const now = performance.now();
-    if (now - this.#warnedAt < WARN_EVERY_MS) return;
-    log.warn("traces cannot be sent to the OTLP collector; runs go on, their spans are dropped", {
-      url: this.#status.url,
-      error: message,
-      failedExports: this.#failedSinceWarning,
-    });
-    this.#warnedAt = now;
-    this.#failedSinceWarning = 0;
-  }
 }
 
 /**

@@ -56,6 +56,8 @@ export interface ExportStatus {
   url: string;
   exported: number;
   failed: number;
+  /** Spans dropped because the export queue was full (OTEL_BSP_MAX_QUEUE_SIZE). */
+  dropped?: number;
   /** The latest failure, if the latest export failed. */
   error?: string;
 }

@@ -31,6 +31,7 @@ import {
   type Sandbox,
 } from "./_binary.ts";
 import { HAVE_CHROMIUM, launchBrowser, startUi } from "../integration/_browser.ts";
+import { startOtlpReceiver } from "../integration/_otlp_receiver.ts";
 
 const exec = promisify(execFile);
 const StdioV1 = StdioV1Untyped as unknown as typeof StdioV1Type;
@@ -268,6 +269,31 @@ Deno.test({
       await eventually(() => leftovers(ran.pid).length === 0),
       `containers left: ${leftovers(ran.pid)}`,
     );
+  },
+});
+
+Deno.test({
+  name: "run exports its trace from the binary: the span export worker is compiled in",
+  ignore: !sandboxReady,
+  async fn() {
+    const receiver = await startOtlpReceiver();
+    try {
+      const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+      const sandbox = environment({}, {
+        CODEMODE_OTLP_ENDPOINT: receiver.url,
+        TRACEPARENT: `00-${traceId}-00f067aa0ba902b7-01`,
+      });
+      const ran = await runBinary(["run", program(sandbox, "traced.py", "print(1)\n")], sandbox);
+      assert.equal(ran.code, 0, ran.stderr);
+      assert.doesNotMatch(ran.stderr, /traces cannot be/);
+      // No wait: the worker exported the run's spans before the binary exited.
+      const run = receiver.spans.find((span) => span.name === "codemode run");
+      assert.ok(run, `spans: ${receiver.spans.map((span) => span.name).join(", ")}; ${ran.stderr}`);
+      assert.equal(run.traceId, traceId);
+      assert.equal(run.resource["service.name"], "codemode");
+    } finally {
+      await receiver.close();
+    }
   },
 });
 

@@ -198,15 +198,34 @@ Deno.test("start-up loads only what a command needs: --version and --help before
   assert.deepEqual(eager, [], "command handlers cli/program.ts imports statically");
 });
 
-Deno.test("OpenTelemetry loads only when tracing starts: one file imports it, and that file only on demand", () => {
+Deno.test("OpenTelemetry loads only when tracing starts: otel.ts and the export worker import it, otel.ts only on demand", () => {
+  // `import type` is erased: what loads a library is a value import.
+  const valueImports = (file: string) =>
+    staticImports(file).filter((spec) =>
+      !new RegExp(`^import type [^;]*?from\\s*["'][^"']*${spec.split("/").pop()}["']`, "m")
+        .test(readFileSync(join(ROOT, file), "utf8"))
+    );
   const otel = productFiles().filter((file) =>
-    staticImports(file).some((spec) => spec.startsWith("@opentelemetry/"))
+    valueImports(file).some((spec) => spec.startsWith("@opentelemetry/"))
   );
-  assert.deepEqual(otel, ["core/observe/otel.ts"], "files that import OpenTelemetry statically");
+  // The worker entry is started by its URL (core/observe/span_export.ts), never imported.
+  assert.deepEqual(
+    otel,
+    ["core/observe/otel.ts", "core/observe/span_export_worker.ts"],
+    "files that import OpenTelemetry statically",
+  );
   const importers = [...importGraph()].filter(([, targets]) => targets.includes("core/observe/otel.ts"));
   const statically = importers.map(([file]) => file).filter((file) =>
     staticImports(file).includes("core/observe/otel.ts")
   );
   assert.deepEqual(statically, [], "files that import otel.ts statically");
   assert.ok(importers.length > 0, "something imports otel.ts on demand");
+  const exportImporters = productFiles().filter((file) =>
+    valueImports(file).includes("core/observe/span_export.ts")
+  );
+  assert.deepEqual(exportImporters, ["core/observe/otel.ts"], "files that import span_export.ts");
+  const workerImporters = productFiles().filter((file) =>
+    valueImports(file).includes("core/observe/span_export_worker.ts")
+  );
+  assert.deepEqual(workerImporters, [], "files that import the export worker's module");
 });

@@ -71,8 +71,8 @@ async function run(code: string): Promise<string> {
   return result.stdout;
 }
 
-const PIN = process.env.PIN_SANDBOX ? \`import os; os.sched_setaffinity(0, {\${process.env.PIN_SANDBOX}})\n\` : "";
-const SANDBOX = PIN + `
+const PIN = process.env.PIN_SANDBOX ? `import os; os.sched_setaffinity(0, {${process.env.PIN_SANDBOX}})\n` : "";
+export const SANDBOX = PIN + `
 import gc, json, time
 from mcp import runtime
 from codemode_runtime import channel as cm, rpc as rm
@@ -146,6 +146,7 @@ try {
     "sandbox: settle future": stage(sandbox.deliver, sandbox.settled),
     "sandbox: settled -> await returns (loop, result_of)": stage(sandbox.settled, sandbox.back),
     "TOTAL per call (median)": stage(sandbox.call, sandbox.back),
+    "TOTAL per call (mean)": Math.round(sandbox.call.reduce((a, t, i) => a + sandbox.back[i] - t, 0) / n),
     "total, sandbox written -> reader callback (host + both transits)": stage(sandbox.written, sandbox.wake),
   };
   console.log(JSON.stringify({ pinSandbox: process.env.PIN_SANDBOX ?? null, runtime: "Bun" in globalThis ? "bun" : "deno", calls: n, counts, us: table }, null, 1));

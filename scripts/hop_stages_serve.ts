@@ -1,0 +1,44 @@
+/**
+ * PROTOTYPE (issue 32, hop study): the sandbox-side marks of hop_stages_probe.ts, through a real
+ * `codemode serve` (source, or a binary with --binary PATH) driven by the SDK client as the bench does.
+ * Host-side stages are not marked here: "written -> reader callback" is the serve's whole share.
+ * @module
+ */
+import process from "node:process";
+import { fakeHome, referenceServers, startServe } from "./bench_harness.ts";
+
+const argv = process.argv.slice(2);
+const at = argv.indexOf("--binary");
+const command = at >= 0 ? [argv[at + 1]] : undefined;
+const calls = 1000;
+const code = (await Deno.readTextFile(new URL("./hop_stages_probe.ts", import.meta.url)))
+  .split("export const SANDBOX = PIN + `")[1].split("`;")[0].replaceAll("${calls}", String(calls));
+const home = fakeHome(referenceServers);
+const served = await startServe({ home, env: { CODEMODE_RUNTIME: "podman" }, command });
+const mean = (v: number[]) => Math.round(v.reduce((a, b) => a + b, 0) / v.length);
+const p90 = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length * 0.9)];
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+try {
+  await served.runtimeSelected();
+  await served.run("print(1)");
+  const m = JSON.parse((await served.run(code)).text) as Record<string, number[]>;
+  const stage = (a: number[], b: number[]) => median(a.map((t, i) => b[i] - t));
+  console.log(JSON.stringify({
+    serve: command?.[0] ?? "source",
+    us: {
+      "sandbox: call() to send": stage(m.call, m.sendIn),
+      "sandbox: encode": stage(m.sendIn, m.encoded),
+      "sandbox: write syscall": stage(m.encoded, m.written),
+      "serve's share: written -> sandbox loop's reader callback": stage(m.written, m.wake),
+      "sandbox: read, split, decode -> _deliver": stage(m.wake, m.deliver),
+      "sandbox: settle": stage(m.deliver, m.settled),
+      "sandbox: settled -> await returns": stage(m.settled, m.back),
+      "TOTAL per call (median)": stage(m.call, m.back),
+      "TOTAL per call (mean)": mean(m.call.map((t, i) => m.back[i] - t)),
+      "TOTAL per call (p90)": p90(m.call.map((t, i) => m.back[i] - t)),
+    },
+  }, null, 1));
+} finally {
+  await served.close();
+}
+process.exit(0);

@@ -11,6 +11,8 @@ import { EventEmitter } from "node:events";
 import { Socket } from "node:net";
 import { Writable } from "node:stream";
 import process from "node:process";
+import { readdirSync, readFileSync } from "node:fs";
+import { type CpuProfile, cpuProfile } from "./cpu_profile.ts";
 import { Policy } from "../core/config/policy.ts";
 import { sandboxApi } from "../core/host_api/api.ts";
 import { toolResultForPython } from "../core/host_api/tool_result.ts";
@@ -34,15 +36,15 @@ EventEmitter.prototype.emit = function (this: EventEmitter, event: string | symb
 } as typeof emit;
 for (const proto of [Writable.prototype, Socket.prototype]) wrapWrite(proto);
 function wrapWrite(proto: Writable) {
-const write = proto.write;
-proto.write = function (this: Writable, chunk: unknown, ...rest: unknown[]) {
-  const mark = recording && typeof chunk === "string" && chunk.startsWith('{"type":"rpc_result"');
-  if (mark) host.writeIn.push(now());
-  // deno-lint-ignore no-explicit-any
-  const result = (write as any).call(this, chunk, ...rest);
-  if (mark) host.writeOut.push(now());
-  return result;
-} as typeof write;
+  const write = proto.write;
+  proto.write = function (this: Writable, chunk: unknown, ...rest: unknown[]) {
+    const mark = recording && typeof chunk === "string" && chunk.startsWith('{"type":"rpc_result"');
+    if (mark) host.writeIn.push(now());
+    // deno-lint-ignore no-explicit-any
+    const result = (write as any).call(this, chunk, ...rest);
+    if (mark) host.writeOut.push(now());
+    return result;
+  } as typeof write;
 }
 
 const pool = new UpstreamPool([], {});
@@ -71,7 +73,9 @@ async function run(code: string): Promise<string> {
   return result.stdout;
 }
 
-const PIN = process.env.PIN_SANDBOX ? `import os; os.sched_setaffinity(0, {${process.env.PIN_SANDBOX}})\n` : "";
+const PIN = process.env.PIN_SANDBOX
+  ? `import os; os.sched_setaffinity(0, {${process.env.PIN_SANDBOX}})\n`
+  : "";
 export const SANDBOX = PIN + `
 import gc, json, time
 from mcp import runtime
@@ -111,27 +115,76 @@ for o in gc.get_objects():
 for i in range(300):
     await runtime.list_servers()
 rec[0] = True
+cpu = time.process_time()
 for i in range(${calls}):
     marks["call"].append(ns())
     await runtime.list_servers()
     marks["back"].append(ns())
 rec[0] = False
-print(json.dumps({k: [x // 1000 for x in v] for k, v in marks.items()}))
+cpu = (time.process_time() - cpu) / ${calls} * 1e6
+print(json.dumps({**{k: [x // 1000 for x in v] for k, v in marks.items()}, "cpu": [cpu]}))
 `;
 
+/** CPU ticks (10 ms) by thread name of this process. */
+const threadTicks = () => {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${process.pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${process.pid}/task/${tid}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+      out[name] = (out[name] ?? 0) + Number(f[11]) + Number(f[12]);
+    } catch { /* a thread that ended */ }
+  }
+  return out;
+};
+/** Top self times (ms) of a CPU profile, by function and file. */
+function selfTimes(profile: CpuProfile) {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const self: Record<string, number> = {};
+  for (let i = 0; i < profile.samples.length; i++) {
+    const f = byId.get(profile.samples[i])!.callFrame;
+    const key = `${f.functionName || "(anon)"} ${f.url.split("/").slice(-2).join("/")}`;
+    self[key] = (self[key] ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000;
+  }
+  return Object.fromEntries(
+    Object.entries(self).sort((a, b) => b[1] - a[1]).slice(0, 40).map(([k, v]) => [k, Math.round(v)]),
+  );
+}
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 try {
   await run("print(1)");
   recording = true;
-  const sandbox = JSON.parse(await run(SANDBOX)) as Record<string, number[]>;
+  const cpuBefore = process.cpuUsage();
+  const ticksBefore = threadTicks();
+  let out = "";
+  let profile: CpuProfile | undefined;
+  if (process.env.PROFILE) {
+    profile = await cpuProfile(process.env.PROFILE, 100, async () => out = await run(SANDBOX));
+  } else out = await run(SANDBOX);
+  const sandbox = JSON.parse(out) as Record<string, number[]>;
   recording = false;
+  const cpuUsed = process.cpuUsage(cpuBefore);
+  const ticksAfter = threadTicks();
+  const byThread = Object.fromEntries(
+    Object.entries(ticksAfter).map(([k, v]) => [k, Math.round((v - (ticksBefore[k] ?? 0)) * 10000 / calls)]),
+  );
+  const sandboxCpu = sandbox.cpu[0];
+  delete sandbox.cpu;
   const n = sandbox.call.length;
-  const counts = Object.fromEntries([...Object.entries(sandbox), ...Object.entries(host)].map(([k, v]) => [k, v.length]));
+  const counts = Object.fromEntries(
+    [...Object.entries(sandbox), ...Object.entries(host)].map(([k, v]) => [k, v.length]),
+  );
   // host marks include the warm-up calls: take the last n of each
   const h = Object.fromEntries(Object.entries(host).map(([k, v]) => [k, v.slice(-n)]));
   // the 'data' event each call arrived in: the last one at or before its handler started
   h.data = h.rpcIn.map((t) => host.data.filter((d) => d <= t).at(-1)!);
-  const stage = (from: number[], to: number[]) => median(from.map((t, i) => to[i] - t));
+  const totals = sandbox.call.map((t, i) => sandbox.back[i] - t);
+  const cut = [...totals].sort((a, b) => a - b)[Math.floor(n * 0.75)];
+  // process.env.SLOW: the stages of the slowest quarter of calls only (where the mean's excess is)
+  const keep = (i: number) => !process.env.SLOW || totals[i] >= cut;
+  const stage = (from: number[], to: number[]) =>
+    median(from.map((t, i) => to[i] - t).filter((_, i) => keep(i)));
   const table = {
     "sandbox: call() to send (rpc frame built)": stage(sandbox.call, sandbox.sendIn),
     "sandbox: encode": stage(sandbox.sendIn, sandbox.encoded),
@@ -146,10 +199,28 @@ try {
     "sandbox: settle future": stage(sandbox.deliver, sandbox.settled),
     "sandbox: settled -> await returns (loop, result_of)": stage(sandbox.settled, sandbox.back),
     "TOTAL per call (median)": stage(sandbox.call, sandbox.back),
+    "CPU per call: sandbox (Python, whole process)": Math.round(sandboxCpu),
+    "CPU per call: host (whole process, run frames included)": Math.round(
+      (cpuUsed.user + cpuUsed.system) / n,
+    ),
     "TOTAL per call (mean)": Math.round(sandbox.call.reduce((a, t, i) => a + sandbox.back[i] - t, 0) / n),
     "total, sandbox written -> reader callback (host + both transits)": stage(sandbox.written, sandbox.wake),
   };
-  console.log(JSON.stringify({ pinSandbox: process.env.PIN_SANDBOX ?? null, runtime: "Bun" in globalThis ? "bun" : "deno", calls: n, counts, us: table }, null, 1));
+  if (profile) console.log(JSON.stringify(selfTimes(profile), null, 1));
+  console.log(
+    JSON.stringify(
+      {
+        pinSandbox: process.env.PIN_SANDBOX ?? null,
+        runtime: "Bun" in globalThis ? "bun" : "deno",
+        calls: n,
+        counts,
+        hostCpuUsPerCallByThread: byThread,
+        us: table,
+      },
+      null,
+      1,
+    ),
+  );
 } finally {
   await sessions.closeAll();
   await pool.close();

@@ -23,21 +23,25 @@ try {
   await served.run("print(1)");
   const m = JSON.parse((await served.run(code)).text) as Record<string, number[]>;
   const stage = (a: number[], b: number[]) => median(a.map((t, i) => b[i] - t));
-  console.log(JSON.stringify({
-    serve: command?.[0] ?? "source",
-    us: {
-      "sandbox: call() to send": stage(m.call, m.sendIn),
-      "sandbox: encode": stage(m.sendIn, m.encoded),
-      "sandbox: write syscall": stage(m.encoded, m.written),
-      "serve's share: written -> sandbox loop's reader callback": stage(m.written, m.wake),
-      "sandbox: read, split, decode -> _deliver": stage(m.wake, m.deliver),
-      "sandbox: settle": stage(m.deliver, m.settled),
-      "sandbox: settled -> await returns": stage(m.settled, m.back),
-      "TOTAL per call (median)": stage(m.call, m.back),
-      "TOTAL per call (mean)": mean(m.call.map((t, i) => m.back[i] - t)),
-      "TOTAL per call (p90)": p90(m.call.map((t, i) => m.back[i] - t)),
+  console.log(JSON.stringify(
+    {
+      serve: command?.[0] ?? "source",
+      us: {
+        "sandbox: call() to send": stage(m.call, m.sendIn),
+        "sandbox: encode": stage(m.sendIn, m.encoded),
+        "sandbox: write syscall": stage(m.encoded, m.written),
+        "serve's share: written -> sandbox loop's reader callback": stage(m.written, m.wake),
+        "sandbox: read, split, decode -> _deliver": stage(m.wake, m.deliver),
+        "sandbox: settle": stage(m.deliver, m.settled),
+        "sandbox: settled -> await returns": stage(m.settled, m.back),
+        "TOTAL per call (median)": stage(m.call, m.back),
+        "TOTAL per call (mean)": mean(m.call.map((t, i) => m.back[i] - t)),
+        "TOTAL per call (p90)": p90(m.call.map((t, i) => m.back[i] - t)),
+      },
     },
-  }, null, 1));
+    null,
+    1,
+  ));
 } finally {
   await served.close();
 }

@@ -114,7 +114,11 @@ async function run(code: string): Promise<string> {
   return result.stdout;
 }
 
-const WARM_UP = `
+// PROTOTYPE (hop study): PIN_SANDBOX=<cpu> moves the sandbox's Python to that core.
+const PIN = process.env.PIN_SANDBOX
+  ? `import os; os.sched_setaffinity(0, {${process.env.PIN_SANDBOX}})\n`
+  : "";
+const WARM_UP = PIN + `
 import json, time, timeit
 from mcp import runtime
 from codemode_runtime import frames, rpc

@@ -14,7 +14,14 @@ const calls = 1000;
 const code = (await Deno.readTextFile(new URL("./hop_stages_probe.ts", import.meta.url)))
   .split("export const SANDBOX = PIN + `")[1].split("`;")[0].replaceAll("${calls}", String(calls));
 const home = fakeHome(referenceServers);
-const served = await startServe({ home, env: { CODEMODE_RUNTIME: "podman" }, command });
+const served = await startServe({
+  home,
+  env: {
+    CODEMODE_RUNTIME: "podman",
+    ...(process.env.CODEMODE_SECCOMP ? { CODEMODE_SECCOMP: process.env.CODEMODE_SECCOMP } : {}),
+  },
+  command,
+});
 const mean = (v: number[]) => Math.round(v.reduce((a, b) => a + b, 0) / v.length);
 const p90 = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length * 0.9)];
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];

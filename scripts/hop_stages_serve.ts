@@ -9,7 +9,14 @@ import { fakeHome, referenceServers, startServe } from "./bench_harness.ts";
 
 const argv = process.argv.slice(2);
 const at = argv.indexOf("--binary");
-const command = at >= 0 ? [argv[at + 1]] : undefined;
+// --marks: the serve from source with host-side marks (hop_serve_entry.ts)
+const marksFile = argv.includes("--marks") ? `/tmp/hop-marks-${process.pid}.json` : undefined;
+const entry = new URL("./hop_serve_entry.ts", import.meta.url).pathname;
+const command = at >= 0
+  ? [argv[at + 1]]
+  : marksFile
+  ? [process.execPath, "run", "-A", "--quiet", entry]
+  : undefined;
 const calls = 1000;
 const code = (await Deno.readTextFile(new URL("./hop_stages_probe.ts", import.meta.url)))
   .split("export const SANDBOX = PIN + `")[1].split("`;")[0].replaceAll("${calls}", String(calls));
@@ -18,6 +25,8 @@ const served = await startServe({
   home,
   env: {
     CODEMODE_RUNTIME: "podman",
+    ...(marksFile ? { HOP_MARKS: marksFile } : {}),
+    ...(process.env.HOP_PROFILE ? { HOP_PROFILE: process.env.HOP_PROFILE } : {}),
     ...(process.env.CODEMODE_SECCOMP ? { CODEMODE_SECCOMP: process.env.CODEMODE_SECCOMP } : {}),
   },
   command,
@@ -49,6 +58,27 @@ try {
     null,
     1,
   ));
+  if (marksFile) {
+    await served.close();
+    await new Promise((r) => setTimeout(r, 500));
+    const h = JSON.parse(await Deno.readTextFile(marksFile)) as Record<string, number[]>;
+    const n = m.call.length;
+    const last = (v: number[]) => v.slice(-n);
+    const [data, writeIn, writeOut] = [last(h.data), last(h.writeIn), last(h.writeOut)];
+    console.log(JSON.stringify(
+      {
+        hostMarks: { data: h.data.length, writeIn: h.writeIn.length, writeOut: h.writeOut.length },
+        us: {
+          "transit out: written -> serve's 'data' event": stage(m.written, data),
+          "serve: 'data' -> socket.write (split, parse, dispatch, answer, encode)": stage(data, writeIn),
+          "serve: socket.write": stage(writeIn, writeOut),
+          "transit back: serve's write -> sandbox reader callback": stage(writeOut, m.wake),
+        },
+      },
+      null,
+      1,
+    ));
+  }
 } finally {
   await served.close();
 }

@@ -1,5 +1,5 @@
 /**
- * PROTOTYPE (issue 32, hop study): `codemode serve` from source with the host-side marks of
+ * Issue 32, the hop study: `codemode serve` from source with the host-side marks of
  * hop_stages_probe.ts loaded first: the 'data' events that carry a list_servers call and the writes of
  * rpc_result lines, in wall-clock µs, written to $HOP_MARKS at exit; with $HOP_PROFILE, a V8 profile of
  * list_servers calls 400-1200 (after hop_stages_serve.ts's warm-up).

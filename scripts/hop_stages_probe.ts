@@ -1,5 +1,5 @@
 /**
- * PROTOTYPE (issue 32, hop study): where one sandbox->host->sandbox hop (`runtime.list_servers()`, no
+ * Issue 32, the hop study: where one sandbox->host->sandbox hop (`runtime.list_servers()`, no
  * upstream) spends its time, on both sides, on one clock (wall clock in µs: Python's time.time_ns() in
  * the sandbox, performance.timeOrigin + performance.now() here; the container shares the host's clock).
  * The host side is marked by wrapping the socket's 'data' emit, the rpc handler and the socket write; the

@@ -1,5 +1,5 @@
 /**
- * PROTOTYPE (issue 32, hop study): the sandbox-side marks of hop_stages_probe.ts, through a real
+ * Issue 32, the hop study: the sandbox-side marks of hop_stages_probe.ts, through a real
  * `codemode serve` (source, or a binary with --binary PATH) driven by the SDK client as the bench does.
  * Host-side stages are not marked here: "written -> reader callback" is the serve's whole share.
  * @module

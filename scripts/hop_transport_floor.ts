@@ -1,5 +1,5 @@
 /**
- * PROTOTYPE (issue 32, hop study): the floor of one host<->Python round trip over the kind of socketpair
+ * Issue 32, the hop study: the floor of one host<->Python round trip over the kind of socketpair
  * the sandbox's direct channel is (a child's fd 3), with nothing of codemode's on either side. Runs under
  * Deno, Bun and Node alike; prints RTT, time inside socket.write and the host's CPU per round trip.
  * @module

@@ -114,7 +114,7 @@ async function run(code: string): Promise<string> {
   return result.stdout;
 }
 
-// PROTOTYPE (hop study): PIN_SANDBOX=<cpu> moves the sandbox's Python to that core.
+// PIN_SANDBOX=<cpu> (the hop study) moves the sandbox's Python to that core.
 const PIN = process.env.PIN_SANDBOX
   ? `import os; os.sched_setaffinity(0, {${process.env.PIN_SANDBOX}})\n`
   : "";

@@ -16,10 +16,9 @@ import { type CpuProfile, cpuProfile } from "./cpu_profile.ts";
 import { Policy } from "../core/config/policy.ts";
 import { sandboxApi } from "../core/host_api/api.ts";
 import { toolResultForPython } from "../core/host_api/tool_result.ts";
-import { SessionManager } from "../core/sandbox/session_manager.ts";
 import { UpstreamPool } from "../core/upstream/pool.ts";
-import { podman } from "../plugins/runtime/podman.ts";
-import { bootstrapCommand, bootstrapFrame } from "../sandbox/source.ts";
+import { hopSandboxCode } from "./_hop_sandbox_code.ts";
+import { pinSandbox, probeSandbox } from "./_probe_sandbox.ts";
 
 const argv = process.argv.slice(2);
 const at = argv.indexOf("--calls");
@@ -55,75 +54,8 @@ const rpc: typeof api = async (method, params, context) => {
   if (recording) host.rpcOut.push(now());
   return value;
 };
-const runtime = podman();
-const sessions = new SessionManager({
-  runtime: () => Promise.resolve(runtime),
-  image: process.env.CODEMODE_IMAGE ?? "codemode-sandbox:latest",
-  limits: { memory: "512m", pids: 64 },
-  command: bootstrapCommand(),
-  bootstrap: () => bootstrapFrame({ max_output: 1 << 20, servers: [] }),
-  rpc,
-  maxOutput: 1 << 20,
-  idleTimeout: 600,
-});
-
-async function run(code: string): Promise<string> {
-  const result = await sessions.run("probe", code, { timeout: 600 });
-  if (result.status !== "ok") throw new Error(`probe run failed: ${result.error}`);
-  return result.stdout;
-}
-
-const PIN = process.env.PIN_SANDBOX
-  ? `import os; os.sched_setaffinity(0, {${process.env.PIN_SANDBOX}})\n`
-  : "";
-export const SANDBOX = PIN + `
-import gc, json, time
-from mcp import runtime
-from codemode_runtime import channel as cm, rpc as rm
-ch = [o for o in gc.get_objects() if isinstance(o, cm.Channel)][0]
-marks = {"call": [], "sendIn": [], "encoded": [], "written": [], "wake": [], "deliver": [], "settled": [], "back": []}
-rec = [False]
-ns = time.time_ns
-enc = cm.encode
-def encode(frame):
-    data = enc(frame)
-    if rec[0]: marks["encoded"].append(ns())
-    return data
-cm.encode = encode
-send = cm.Channel.send
-def timed_send(self, frame):
-    if rec[0]: marks["sendIn"].append(ns())
-    send(self, frame)
-    if rec[0]: marks["written"].append(ns())
-cm.Channel.send = timed_send
-pump = ch._pump_in_loop
-def timed_pump():
-    if rec[0]: marks["wake"].append(ns())
-    pump()
-loop = ch._loop
-loop.remove_reader(ch._read_fd); loop.add_reader(ch._read_fd, timed_pump)
-deliver = rm._deliver
-def timed_deliver(lp, fut, frame):
-    if rec[0]: marks["deliver"].append(ns())
-    deliver(lp, fut, frame)
-    if rec[0]: marks["settled"].append(ns())
-rm._deliver = timed_deliver
-# the kernel's RpcClient sent through Channel.send bound at start: route it through the timed one
-for o in gc.get_objects():
-    if isinstance(o, rm.RpcClient):
-        o._send = ch.send
-for i in range(300):
-    await runtime.list_servers()
-rec[0] = True
-cpu = time.process_time()
-for i in range(${calls}):
-    marks["call"].append(ns())
-    await runtime.list_servers()
-    marks["back"].append(ns())
-rec[0] = False
-cpu = (time.process_time() - cpu) / ${calls} * 1e6
-print(json.dumps({**{k: [x // 1000 for x in v] for k, v in marks.items()}, "cpu": [cpu]}))
-`;
+const { run, close } = probeSandbox(rpc);
+const SANDBOX = pinSandbox() + hopSandboxCode(calls);
 
 /** CPU ticks (10 ms) by thread name of this process. */
 const threadTicks = () => {
@@ -222,7 +154,7 @@ try {
     ),
   );
 } finally {
-  await sessions.closeAll();
+  await close();
   await pool.close();
 }
 process.exit(0);

@@ -6,6 +6,7 @@
  */
 import process from "node:process";
 import { fakeHome, referenceServers, startServe } from "./bench_harness.ts";
+import { hopSandboxCode } from "./_hop_sandbox_code.ts";
 
 const argv = process.argv.slice(2);
 const at = argv.indexOf("--binary");
@@ -18,8 +19,7 @@ const command = at >= 0
   ? [process.execPath, "run", "-A", "--quiet", entry]
   : undefined;
 const calls = 1000;
-const code = (await Deno.readTextFile(new URL("./hop_stages_probe.ts", import.meta.url)))
-  .split("export const SANDBOX = PIN + `")[1].split("`;")[0].replaceAll("${calls}", String(calls));
+const code = hopSandboxCode(calls);
 const home = fakeHome(referenceServers);
 const served = await startServe({
   home,

@@ -19,10 +19,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { Policy } from "../core/config/policy.ts";
 import { sandboxApi } from "../core/host_api/api.ts";
 import { toolResultForPython } from "../core/host_api/tool_result.ts";
-import { SessionManager } from "../core/sandbox/session_manager.ts";
 import { UpstreamPool } from "../core/upstream/pool.ts";
-import { podman } from "../plugins/runtime/podman.ts";
-import { bootstrapCommand, bootstrapFrame } from "../sandbox/source.ts";
+import { pinSandbox, probeSandbox } from "./_probe_sandbox.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const EVERYTHING = join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -91,34 +89,13 @@ const pool = new UpstreamPool([
   },
 ], { leanCalls: !flag("sdk") });
 const rpc = sandboxApi(pool, { search: () => [], docs: () => [] }, toolResultForPython, new Policy());
-const runtime = podman();
-const sessions = new SessionManager({
-  runtime: () => Promise.resolve(runtime),
-  image: process.env.CODEMODE_IMAGE ?? "codemode-sandbox:latest",
-  limits: { memory: "512m", pids: 64 },
-  command: bootstrapCommand(),
-  bootstrap: () =>
-    bootstrapFrame({ max_output: 1 << 20, servers: [{ name: "everything", alias: "everything" }] }),
-  rpc,
-  maxOutput: 1 << 20,
-  idleTimeout: 600,
-});
+const { run, close } = probeSandbox(rpc, [{ name: "everything", alias: "everything" }]);
 
 function probeSource() {
   return { plugin: "bench", file: "hot_path_probe.ts", key: "everything" };
 }
 
-async function run(code: string): Promise<string> {
-  const result = await sessions.run("probe", code, { timeout: 600 });
-  if (result.status !== "ok") throw new Error(`probe run failed: ${result.error}`);
-  return result.stdout;
-}
-
-// PIN_SANDBOX=<cpu> (the hop study) moves the sandbox's Python to that core.
-const PIN = process.env.PIN_SANDBOX
-  ? `import os; os.sched_setaffinity(0, {${process.env.PIN_SANDBOX}})\n`
-  : "";
-const WARM_UP = PIN + `
+const WARM_UP = pinSandbox() + `
 import json, time, timeit
 from mcp import runtime
 from codemode_runtime import frames, rpc
@@ -212,7 +189,7 @@ try {
     ...(stages ? { stages } : {}),
   }));
 } finally {
-  await sessions.closeAll();
+  await close();
   await pool.close();
 }
 process.exit(0);

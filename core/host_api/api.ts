@@ -388,6 +388,19 @@ function enforce(verdict: Verdict): void {
  * the free text it does get (description, cwd) with those secrets redacted, in case the config repeats one.
  */
 function publicServer(name: string, spec: ServerSpec | undefined): Record<string, unknown> {
+  if (!spec) return describeServer(name, undefined);
+  let info = publicServers.get(spec);
+  if (info?.name !== name) publicServers.set(spec, info = describeServer(name, spec));
+  return { ...info };
+}
+
+/**
+ * publicServer's answers by spec. A loaded spec never changes (a config reload or an added server makes new
+ * ones), and finding and redacting its secrets on every `list_servers` cost more than the call's hop.
+ */
+const publicServers = new WeakMap<ServerSpec, Record<string, unknown>>();
+
+function describeServer(name: string, spec: ServerSpec | undefined): Record<string, unknown> {
   const info: Record<string, unknown> = {
     name,
     alias: pythonAlias(name),

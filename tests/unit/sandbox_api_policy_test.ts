@@ -179,3 +179,30 @@ Deno.test("concurrent calls of one run cannot slip past the limit together", asy
   assert.equal(results.filter((r) => r.status === "rejected").length, 7, "every call was answered");
   assert.equal(pool.calls.length, 3);
 });
+
+Deno.test("list_servers answers from a redacted copy per spec: stable, unshared, and new when the spec is", async () => {
+  const specs: Record<string, ServerSpec> = {
+    notes: {
+      name: "notes",
+      transport: "stdio",
+      command: "node",
+      env: { NOTES_TOKEN: "tok-8c1f2e9a77" },
+      description: "notes behind tok-8c1f2e9a77",
+      source: { plugin: "t", file: "/f", key: "notes" },
+    } as ServerSpec,
+  };
+  const pool: ToolCaller = { ...fakePool(), names: () => ["notes"], spec: (name) => specs[name] };
+  const handler = sandboxApi(pool, search, () => "ok", new Policy());
+  const list = async () =>
+    await handler("list_servers", {}, { session: "s", signal: new AbortController().signal }) as Record<
+      string,
+      unknown
+    >[];
+  const [first] = await list();
+  assert.equal(first.description, "notes behind [redacted]");
+  first.description = "changed by the sandbox's side";
+  assert.equal((await list())[0].description, "notes behind [redacted]");
+  // A config reload brings a new spec object: its answer is made afresh.
+  specs.notes = { ...specs.notes, description: "reloaded notes" };
+  assert.equal((await list())[0].description, "reloaded notes");
+});

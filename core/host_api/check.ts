@@ -235,8 +235,30 @@ export function findTool(
   name: string,
   allowed: (tool: Tool) => boolean = () => true,
 ): Tool | undefined {
-  const aliased = tools.filter((t) => pythonAlias(t.name) === name);
-  return tools.find((t) => t.name === name) ?? aliased.find(allowed) ?? aliased[0];
+  const exact = tools.find((t) => t.name === name);
+  if (exact) return exact;
+  const aliased = aliasesOf(tools).get(name) ?? [];
+  return aliased.find(allowed) ?? aliased[0];
+}
+
+/**
+ * A listing's tools by Python alias. Built once per listing (a server's listing is kept until its tools
+ * change) rather than on every call, which made each call's cost grow with the server's tool count.
+ */
+const byAlias = new WeakMap<readonly Tool[], Map<string, Tool[]>>();
+
+function aliasesOf(tools: readonly Tool[]): Map<string, Tool[]> {
+  let aliases = byAlias.get(tools);
+  if (aliases) return aliases;
+  aliases = new Map();
+  for (const tool of tools) {
+    const alias = pythonAlias(tool.name);
+    const same = aliases.get(alias);
+    if (same) same.push(tool);
+    else aliases.set(alias, [tool]);
+  }
+  byAlias.set(tools, aliases);
+  return aliases;
 }
 
 /** The call as the program wrote it (proxies and imports by the server's alias). */

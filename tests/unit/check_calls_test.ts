@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { Tool } from "@modelcontextprotocol/client";
-import { type CheckedCall, checkProgramCalls } from "../../core/host_api/check.ts";
+import { type CheckedCall, checkProgramCalls, findTool } from "../../core/host_api/check.ts";
 import { mismatch } from "../../core/catalog/literal_match.ts";
 import { Policy } from "../../core/config/policy.ts";
 
@@ -145,4 +145,18 @@ Deno.test("mismatch() judges only what no server would accept", () => {
   let value: unknown = 5;
   for (let i = 0; i < 10_000; i++) value = [value];
   assert.equal(mismatch(value, deep), undefined, "too deep to tell: not judged");
+});
+
+Deno.test("findTool: the tool's own name wins, then the first allowed tool of an alias, per listing", () => {
+  const tool = (name: string): Tool => ({ name, inputSchema: { type: "object" } });
+  const listing = [tool("get-sum"), tool("get.sum"), tool("get_sum_x"), tool("get_sum")];
+  assert.equal(findTool(listing, "get_sum")?.name, "get_sum");
+  assert.equal(findTool(listing, "get-sum")?.name, "get-sum");
+  const noHyphen = (t: Tool) => t.name !== "get-sum";
+  assert.equal(findTool(listing.slice(0, 2), "get_sum", noHyphen)?.name, "get.sum");
+  assert.equal(findTool(listing.slice(0, 2), "get_sum", () => false)?.name, "get-sum");
+  assert.equal(findTool(listing, "get_sum_y"), undefined);
+  // A new listing (the server's tools changed) is looked up afresh, not in the old one's aliases.
+  assert.equal(findTool([tool("get-total")], "get_total")?.name, "get-total");
+  assert.equal(findTool([tool("get-total")], "get_sum"), undefined);
 });

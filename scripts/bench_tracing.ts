@@ -1,9 +1,10 @@
 /**
- * Section "tracing" (issue 31): what traces cost a run. Three serves from source on podman, alike but for
- * tracing: off, on with a live OTLP/HTTP receiver (in this process, decoding what the real exporter sends),
- * and on with the collector down (a port nothing listens on). They take turns, run by run, so load on
- * the machine falls on all three alike. Figures: warm `print(1)` and 100 gathered echo calls
- * (server-everything), p50 per serve; the baseline is tracing off in the same run.
+ * Section "tracing" (issue 31): what traces cost a run. Four serves from source on podman, alike but for
+ * tracing: off, off again (a control: the spread between two alike serves), on with a live OTLP/HTTP
+ * receiver (in this process, decoding what the real exporter sends), and on with the collector down (a
+ * port nothing listens on). They take turns, run by run, so load on the machine falls on all alike.
+ * Figures: warm `print(1)` and 100 gathered echo calls (server-everything), p50 per serve; the baseline is
+ * tracing off in the same run.
  *
  * With CODEMODE_BENCH_BEFORE=<a checkout of the code before tracing, with node_modules>, a fourth serve
  * runs from there and tracing off is compared with it too (target ≤ 1.05x). With
@@ -75,6 +76,9 @@ export async function benchTracing(): Promise<SectionResult> {
   const other = process.env.CODEMODE_BENCH_TRACING_OTHER;
   const kinds: { name: string; env: Record<string, string>; command?: string[] }[] = [
     { name: "off", env: {} },
+    // A control: a second serve alike the first, whose ratio to it is the spread between two serve
+    // processes in one run (their main-thread CPU per call differs by tens of µs at rest).
+    { name: "off, a second serve", env: {} },
     { name: "on, live receiver", env: { CODEMODE_OTLP_ENDPOINT: receiver.url } },
     { name: "on, collector down", env: { CODEMODE_OTLP_ENDPOINT: deadUrl } },
     ...before
@@ -149,9 +153,18 @@ export async function benchTracing(): Promise<SectionResult> {
   const old = before ? times[at("before tracing")] : undefined;
   // Every traced serve, by its index and name.
   const traced = kinds.flatMap((kind, i) => kind.name.startsWith("on,") ? [[i, kind.name] as const] : []);
+  const control = times[at("off, a second serve")];
   for (const [metric, key] of [["warm print(1)", "print"], ["100 gathered echo calls", "gather"]] as const) {
     const offBaseline = { label: "tracing off, p50", value: p50(off[key]) };
     const within = (limit: number) => ({ on: "ratio" as const, op: "≤" as const, limit });
+    result.rows.push(row({
+      section: "tracing",
+      metric: `${metric}, tracing off, a second serve, p50`,
+      value: p50(control[key]),
+      unit: "ms",
+      baseline: offBaseline,
+      note: `the spread between two alike serves; ${p95(control[key])}`,
+    }));
     if (old) {
       result.rows.push(row({
         section: "tracing",
@@ -207,7 +220,7 @@ export async function benchTracing(): Promise<SectionResult> {
     }
   }
   const gatherMain = (i: number) => mainCpu[i].gather / counts.gathers;
-  for (const [i, kind] of traced) {
+  for (const [i, kind] of [[at("off, a second serve"), "off, a second serve"] as const, ...traced]) {
     result.rows.push(row({
       section: "tracing",
       metric: `serve main-thread CPU per run of 100 gathered echo calls, tracing ${kind}`,

@@ -20,6 +20,21 @@ export async function cpuProfile(
   intervalUs: number,
   work: () => Promise<unknown>,
 ): Promise<CpuProfile> {
+  const stop = await startCpuProfile(intervalUs);
+  try {
+    await work();
+  } catch (error) {
+    await stop().catch(() => {});
+    throw error;
+  }
+  return await stop(file);
+}
+
+/**
+ * Starts sampling this process every `intervalUs`; the function it returns stops, writes the profile to
+ * `file` (when given) and returns it. For profiles that begin and end on events (a serve's signals, its Nth call).
+ */
+export async function startCpuProfile(intervalUs: number): Promise<(file?: string) => Promise<CpuProfile>> {
   const inspector = new Session();
   inspector.connect();
   const post = <T>(method: string, params?: object) =>
@@ -30,11 +45,17 @@ export async function cpuProfile(
     await post("Profiler.enable");
     await post("Profiler.setSamplingInterval", { interval: intervalUs });
     await post("Profiler.start");
-    await work();
-    const { profile } = await post<{ profile: CpuProfile }>("Profiler.stop");
-    writeFileSync(file, JSON.stringify(profile));
-    return profile;
-  } finally {
+  } catch (error) {
     inspector.disconnect();
+    throw error;
   }
+  return async (file) => {
+    try {
+      const { profile } = await post<{ profile: CpuProfile }>("Profiler.stop");
+      if (file) writeFileSync(file, JSON.stringify(profile));
+      return profile;
+    } finally {
+      inspector.disconnect();
+    }
+  };
 }

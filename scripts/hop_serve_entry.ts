@@ -8,17 +8,13 @@
 import { EventEmitter } from "node:events";
 import { writeFileSync } from "node:fs";
 import { Socket } from "node:net";
-import { Session } from "node:inspector";
 import process from "node:process";
 import { Writable } from "node:stream";
+import { type CpuProfile, startCpuProfile } from "./cpu_profile.ts";
 
 const now = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
 const marks = { data: [] as number[], writeIn: [] as number[], writeOut: [] as number[] };
-const inspector = new Session();
-const post = (method: string, params: object = {}) =>
-  new Promise<unknown>((resolve, reject) =>
-    inspector.post(method, params, (error, result) => error ? reject(error) : resolve(result))
-  );
+let stopProfile: Promise<(file: string) => Promise<CpuProfile>> | undefined;
 const emit = EventEmitter.prototype.emit;
 EventEmitter.prototype.emit = function (this: EventEmitter, event: string | symbol, ...args: unknown[]) {
   if (event === "data" && args[0] instanceof Uint8Array && args[0].length < 8000) {
@@ -26,15 +22,9 @@ EventEmitter.prototype.emit = function (this: EventEmitter, event: string | symb
     if (text.includes('"method":"list_servers"')) {
       marks.data.push(now());
       const seen = marks.data.length;
-      if (process.env.HOP_PROFILE && seen === 400) {
-        inspector.connect();
-        void post("Profiler.enable").then(() => post("Profiler.setSamplingInterval", { interval: 100 }))
-          .then(() => post("Profiler.start"));
-      }
+      if (process.env.HOP_PROFILE && seen === 400) stopProfile = startCpuProfile(100);
       if (process.env.HOP_PROFILE && seen === 1200) {
-        void post("Profiler.stop").then((r) =>
-          writeFileSync(process.env.HOP_PROFILE!, JSON.stringify((r as { profile: unknown }).profile))
-        );
+        void stopProfile?.then((stop) => stop(process.env.HOP_PROFILE!));
       }
     }
   }

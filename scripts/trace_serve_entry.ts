@@ -5,30 +5,19 @@
  * can be measured both ways. Driven by trace_serve_profile.ts.
  * @module
  */
-import { writeFileSync } from "node:fs";
-import { Session } from "node:inspector";
 import process from "node:process";
 import { startTracing, stopTracing, tracingOn } from "../core/observe/trace.ts";
+import { type CpuProfile, startCpuProfile } from "./cpu_profile.ts";
 
-const inspector = new Session();
-const post = (method: string, params: object = {}) =>
-  new Promise<unknown>((resolve, reject) =>
-    inspector.post(method, params, (error, result) => error ? reject(error) : resolve(result))
-  );
-let profiling = false;
+let stopProfile: Promise<(file: string) => Promise<CpuProfile>> | undefined;
 process.on("SIGUSR2", () => {
-  if (!profiling) {
-    profiling = true;
-    inspector.connect();
-    void post("Profiler.enable").then(() => post("Profiler.setSamplingInterval", { interval: 100 }))
-      .then(() => post("Profiler.start"));
+  if (!stopProfile) {
+    stopProfile = startCpuProfile(100);
     return;
   }
-  void post("Profiler.stop").then((r) => {
-    writeFileSync(process.env.TRACE_PROFILE!, JSON.stringify((r as { profile: unknown }).profile));
-    inspector.disconnect();
-    profiling = false;
-  });
+  const stopping = stopProfile;
+  stopProfile = undefined;
+  void stopping.then((stop) => stop(process.env.TRACE_PROFILE!));
 });
 process.on("SIGUSR1", () => {
   if (tracingOn()) void stopTracing();
